@@ -1,0 +1,75 @@
+"""A run's append-only event log, in memory: SSE frames by `seq`, and readers that wait.
+
+Events are serialised once, on append; every reader (the first stream, a re-attach, the
+`/api/research` fold) reads the same bytes. The log is bounded: past `max_events` the
+oldest tenth is dropped, and a reader asking for those gets what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gateway.sse import frame
+
+
+class EventLog:
+    __slots__ = ("_frames", "_waiters", "closed", "first_seq", "max_events", "run_id")
+
+    def __init__(self, run_id: str, max_events: int = 200_000) -> None:
+        self.run_id = run_id
+        self.max_events = max_events
+        self.first_seq = 1
+        self.closed = False
+        self._frames: list[bytes] = []
+        self._waiters: list[asyncio.Future[bool]] = []
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self._frames) - 1
+
+    def append(self, event: dict[str, Any]) -> int:
+        if self.closed:
+            raise RuntimeError("append to a closed event log")
+        seq = self.first_seq + len(self._frames)
+        event["run_id"] = self.run_id
+        event["seq"] = seq
+        self._frames.append(frame(seq, event))
+        if len(self._frames) > self.max_events:
+            drop = max(1, self.max_events // 10)
+            del self._frames[:drop]
+            self.first_seq += drop
+        if self._waiters:
+            self._wake()
+        return seq
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def since(self, after_seq: int) -> list[bytes]:
+        """Frames with `seq > after_seq` that are still kept."""
+        return self._frames[max(0, after_seq + 1 - self.first_seq) :]
+
+    async def wait(self, heartbeat_s: float) -> bool:
+        """Until the log grows or closes (True), or `heartbeat_s` passes (False)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = loop.call_later(heartbeat_s, _resolve, waiter, False)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            if waiter in self._waiters:  # timed out or cancelled: nobody woke it
+                self._waiters.remove(waiter)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            _resolve(waiter, True)
+
+
+def _resolve(waiter: asyncio.Future[bool], value: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(value)

@@ -1,0 +1,167 @@
+"""HTTP in and out. Validation happens before any SSE header; a stream is a reader of the
+run's log from some `seq` on, so a first stream and a re-attach are the same code."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from gateway import __version__, events, keys, sse
+from gateway.errors import GatewayError, ValidationFailed
+from gateway.requests import body_from_query, parse_run_request, read_json_body
+from gateway.runs import Run
+from gateway.telemetry import extract_context
+
+PLAYGROUND = Path(__file__).resolve().parent.parent / "playground"
+
+
+def json_response(data: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+def _start(request: web.Request, data: object, endpoint: str) -> Run:
+    app = request.app
+    toolset = app[keys.TOOLSET]
+    run_request = parse_run_request(
+        data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
+    )
+    parent = extract_context(request.headers)
+    return app[keys.RUNS].start(run_request, endpoint, parent)
+
+
+async def stream_post(request: web.Request) -> web.StreamResponse:
+    run = _start(request, await read_json_body(request), "stream")
+    return await stream_log(request, run, after=0)
+
+
+async def stream_get(request: web.Request) -> web.StreamResponse:
+    run = _start(request, body_from_query(request.query), "stream")
+    return await stream_log(request, run, after=0)
+
+
+async def stream_reattach(request: web.Request) -> web.StreamResponse:
+    run = _find_run(request)
+    raw_after = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+    try:
+        after = int(raw_after)
+    except ValueError:
+        raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
+    return await stream_log(request, run, after=after)
+
+
+async def stream_log(request: web.Request, run: Run, *, after: int) -> web.StreamResponse:
+    """Write the run's events after `after`, then follow it live until its terminal event."""
+    heartbeat = request.app[keys.SETTINGS].gateway_heartbeat_s
+    readers = request.app[keys.METRICS].sse_readers
+    response = web.StreamResponse(headers={**sse.HEADERS, "x-run-id": run.id})
+    response.headers["x-request-id"] = request[keys.REQUEST_ID]
+    run.attach()
+    readers.inc()
+    try:
+        await response.prepare(request)
+        log = run.log
+        while True:
+            frames = log.since(after)
+            if frames:
+                after = log.last_seq
+                await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
+            elif log.closed:
+                break
+            elif not await log.wait(heartbeat):
+                await response.write(sse.PING)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client left; the run's grace timer decides what happens next
+    finally:
+        readers.dec()
+        run.detach()
+    return response
+
+
+async def research(request: web.Request) -> web.Response:
+    run = _start(request, await read_json_body(request), "research")
+    run.attach()
+    try:
+        if run.task is not None:  # shielded: this client leaving is the grace timer's call
+            await asyncio.shield(run.task)
+    finally:
+        run.detach()
+    collected = sse.parse_frames(b"".join(run.log.since(0)))
+    result = events.fold(collected)
+    if "error" in result:
+        error = result["error"]
+        status = GatewayError(error["code"], error["message"]).status
+        return json_response({"error": error}, status)
+    return json_response(result)
+
+
+async def cancel(request: web.Request) -> web.Response:
+    run = _find_run(request)
+    cancelled = run.cancel("cancelled")
+    return json_response({"ok": True, "run_id": run.id, "cancelled": cancelled,
+                          "status": "cancelling" if cancelled else "finished"})  # fmt: skip
+
+
+def _find_run(request: web.Request) -> Run:
+    run_id = request.match_info["run_id"]
+    run = request.app[keys.RUNS].get(run_id)
+    if run is None:
+        raise GatewayError("NOT_FOUND", f"No run {run_id!r} (unknown or expired)")
+    return run
+
+
+async def list_tools(request: web.Request) -> web.Response:
+    toolset = request.app[keys.TOOLSET]
+    return json_response({"tools": toolset.registry.definitions(), "backends": toolset.backends})
+
+
+async def health(request: web.Request) -> web.Response:
+    app = request.app
+    settings = app[keys.SETTINGS]
+    upstream = app[keys.HEALTH]
+    toolset = app[keys.TOOLSET]
+    body = {
+        "ok": not upstream.degraded,
+        "status": "degraded" if upstream.degraded else "healthy",
+        "version": __version__,
+        "model": settings.sdk_model,
+        "upstream": settings.upstream_kind,
+        "upstream_consecutive_failures": upstream.consecutive_failures,
+        "upstream_last_error": upstream.last_error,
+        "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
+        "active_runs": len(app[keys.RUNS].active()),
+        "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
+    }
+    return json_response(body, 503 if upstream.degraded else 200)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    registry = request.app[keys.METRICS].registry
+    response = web.Response(body=generate_latest(registry))
+    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return response
+
+
+async def playground(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(PLAYGROUND / "index.html")
+
+
+def routes() -> list[web.AbstractRouteDef]:
+    return [
+        web.post("/api/stream", stream_post),
+        web.get("/api/stream", stream_get, allow_head=False),
+        web.get("/api/stream/{run_id}", stream_reattach, allow_head=False),
+        web.post("/api/research", research),
+        web.post("/api/runs/{run_id}/cancel", cancel),
+        web.get("/api/tools", list_tools),
+        web.get("/health", health),
+        web.get("/metrics", metrics),
+        web.get("/", playground),
+        web.get("/test/claude-playground.html", playground),
+        web.static("/playground", PLAYGROUND, show_index=False),
+    ]

@@ -1,0 +1,23 @@
+"""Every typed key on the application, declared in one place."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from opentelemetry.trace import Tracer
+
+from gateway.health import UpstreamHealth
+from gateway.metrics import Metrics
+from gateway.runs import RunManager
+from gateway.settings import Settings
+from gateway.toolset import ToolsetLike
+
+SETTINGS = web.AppKey("settings", Settings)
+METRICS = web.AppKey("metrics", Metrics)
+TRACER = web.AppKey("tracer", Tracer)
+TOOLSET = web.AppKey("toolset", ToolsetLike)
+RUNS = web.AppKey("runs", RunManager)
+HEALTH = web.AppKey("health", UpstreamHealth)
+UPSTREAM_URL = web.AppKey("upstream_url", str)
+STARTED_AT = web.AppKey("started_at", float)
+
+REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware

@@ -1,0 +1,141 @@
+"""Request validation: every field checked before a run starts or an SSE header is sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.errors import ValidationFailed
+from gateway.runs import RunRequest
+from gateway.sessions import history_problem
+from gateway.settings import Settings
+
+DEFAULT_THINKING_BUDGET = 8_192
+MIN_THINKING_BUDGET = 1_024
+
+
+class RunBody(BaseModel):
+    """The body of POST /api/stream and /api/research (GET takes the scalars as params)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    query: str | None = Field(None, max_length=200_000)
+    """The user's question."""
+    messages: list[dict[str, Any]] | None = Field(None, max_length=1_000)
+    """A Messages API history instead of `query`."""
+    sessionId: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    """Continue an earlier conversation."""
+    max_turns: int | None = Field(None, ge=1, le=100)
+    """Model calls allowed before the wrap-up."""
+    tools: list[str] | None = Field(None, max_length=100)
+    """Allow-list of tool names for this run."""
+    thinking: bool | int | None = None
+    """Extended thinking budget in tokens (>= 1024), or true for the default."""
+
+
+async def read_json_body(request: web.Request) -> Any:
+    raw = await request.read()  # over client_max_size: aiohttp raises 413
+    if not raw.strip():
+        raise ValidationFailed("The request body is empty; send a JSON object")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
+
+
+def body_from_query(params: Any) -> dict[str, Any]:
+    """GET parameters as the JSON body would carry them."""
+    body: dict[str, Any] = {}
+    for name in ("query", "sessionId"):
+        if name in params:
+            body[name] = params[name]
+    if "max_turns" in params:
+        body["max_turns"] = _int_param("max_turns", params["max_turns"])
+    if "tools" in params:
+        body["tools"] = [t for t in params["tools"].split(",") if t]
+    if "thinking" in params:
+        value = params["thinking"].lower()
+        if value in ("true", "false"):
+            body["thinking"] = value == "true"
+        else:
+            body["thinking"] = _int_param("thinking", value)
+    return body
+
+
+def _int_param(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationFailed(f"{name} must be an integer", {"field": name}) from None
+
+
+def parse_run_request(
+    data: Any, settings: Settings, tool_names: list[str], request_id: str
+) -> RunRequest:
+    if not isinstance(data, dict):
+        raise ValidationFailed("The request body must be a JSON object")
+    try:
+        body = RunBody.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        raise ValidationFailed(f"Invalid request: {summary}", {"errors": errors}) from None
+    return RunRequest(
+        messages=_messages(body),
+        session_id=body.sessionId,
+        replace_history=body.messages is not None,
+        max_turns=body.max_turns,
+        tools=_tools(body, tool_names),
+        thinking_budget=_thinking(body, settings),
+        request_id=request_id,
+    )
+
+
+def _messages(body: RunBody) -> list[dict[str, Any]]:
+    if body.messages is not None:
+        problem = history_problem(body.messages)
+        if problem:
+            raise ValidationFailed(f"Invalid messages: {problem}", {"field": "messages"})
+        return body.messages
+    if body.query is None or not body.query.strip():
+        raise ValidationFailed("query is required (or messages)", {"field": "query"})
+    return [{"role": "user", "content": body.query}]
+
+
+def _tools(body: RunBody, tool_names: list[str]) -> frozenset[str] | None:
+    if body.tools is None:
+        return None
+    unknown = sorted(set(body.tools) - set(tool_names))
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown tool names: {', '.join(unknown)}",
+            {"field": "tools", "unknown": unknown, "available": tool_names},
+        )
+    return frozenset(body.tools)
+
+
+def _thinking(body: RunBody, settings: Settings) -> int | None:
+    thinking = body.thinking
+    if thinking is None:
+        return None
+    if thinking is False:
+        return 0
+    budget = (
+        (settings.sdk_thinking_budget or DEFAULT_THINKING_BUDGET) if thinking is True else thinking
+    )
+    if budget < MIN_THINKING_BUDGET:
+        raise ValidationFailed(
+            f"thinking must be at least {MIN_THINKING_BUDGET} tokens", {"field": "thinking"}
+        )
+    if budget >= settings.sdk_max_tokens:
+        raise ValidationFailed(
+            f"thinking must be below the max_tokens of {settings.sdk_max_tokens}",
+            {"field": "thinking"},
+        )
+    return budget

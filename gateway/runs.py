@@ -1,0 +1,207 @@
+"""Runs outlive connections. A run is a task that drives the loop into an event log; HTTP
+streams, re-attaches and `/api/research` are readers of that log from some `seq` on.
+
+The disconnect rule lives here: when the last reader leaves, a grace timer starts; if
+nobody re-attaches in time the run is cancelled (closing the upstream request and the
+tool tasks) and ends with the outcome `client_disconnected`. Every run ends with exactly
+one terminal event, whatever stopped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway import events
+from gateway.errors import GatewayError
+from gateway.eventlog import EventLog
+from gateway.events import Event, Outcome
+from gateway.loop import LoopConfig, LoopDeps, RunState, run_loop
+from gateway.sessions import SessionStore, consistent_history
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A validated request for one run."""
+
+    messages: list[dict[str, Any]]
+    """New messages: the user's query, or a whole history when `replace_history`."""
+    session_id: str | None = None
+    replace_history: bool = False
+    max_turns: int | None = None
+    tools: frozenset[str] | None = None
+    thinking_budget: int | None = None
+    request_id: str = ""
+
+
+class Run:
+    """One run: its log, its task, and who is reading it."""
+
+    def __init__(self, run_id: str, session_id: str, log: EventLog, grace_s: float) -> None:
+        self.id = run_id
+        self.session_id = session_id
+        self.log = log
+        self.grace_s = grace_s
+        self.task: asyncio.Task[None] | None = None
+        self.readers = 0
+        self.finished_at: float | None = None
+        self.cancel_reason: Outcome | None = None
+        self._grace: asyncio.TimerHandle | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.log.closed
+
+    def attach(self) -> None:
+        self.readers += 1
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+
+    def detach(self) -> None:
+        self.readers -= 1
+        if self.readers == 0 and not self.done:
+            loop = asyncio.get_running_loop()
+            self._grace = loop.call_later(self.grace_s, self._expire)
+
+    def cancel(self, reason: Outcome = "cancelled") -> bool:
+        """Stop the run on purpose; False if it had already ended."""
+        if self.done or self.task is None:
+            return False
+        if self.cancel_reason is None:
+            self.cancel_reason = reason
+        self.task.cancel()
+        return True
+
+    def _expire(self) -> None:
+        self._grace = None
+        if self.readers == 0:
+            self.cancel("client_disconnected")
+
+
+@dataclass
+class RunFactory:
+    """What the manager needs to make each run's loop dependencies and observer."""
+
+    config: Callable[[RunRequest], LoopConfig]
+    deps: Callable[[Run, RunRequest, str, Any], LoopDeps]
+
+
+class RunManager:
+    """Starts runs, finds them by id, expires finished ones, and ends them all at shutdown."""
+
+    def __init__(
+        self,
+        factory: RunFactory,
+        sessions: SessionStore,
+        *,
+        grace_s: float,
+        ttl_s: float,
+        max_events: int,
+        on_end: Callable[[str], None] | None = None,
+    ) -> None:
+        self._factory = factory
+        self._on_end = on_end
+        self.sessions = sessions
+        self._grace_s = grace_s
+        self._ttl_s = ttl_s
+        self._max_events = max_events
+        self._runs: dict[str, Run] = {}
+
+    def get(self, run_id: str) -> Run | None:
+        self._expire_finished()
+        return self._runs.get(run_id)
+
+    def active(self) -> list[Run]:
+        return [run for run in self._runs.values() if not run.done]
+
+    def start(self, request: RunRequest, endpoint: str, parent: Any = None) -> Run:
+        self._expire_finished()
+        run_id = f"run_{uuid.uuid4().hex}"
+        session_id = request.session_id or f"sess_{uuid.uuid4().hex}"
+        run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s)
+        history = [] if request.replace_history else self.sessions.get(session_id)
+        state = RunState(run_id, session_id, [*history, *request.messages])
+        config = self._factory.config(request)
+        deps = self._factory.deps(run, request, endpoint, parent)
+        run.task = asyncio.create_task(self._drive(run, config, deps, state, request))
+        self._runs[run_id] = run
+        return run
+
+    async def shutdown(self) -> None:
+        """End every open run with its terminal event (outcome `cancelled`)."""
+        runs = self.active()
+        for run in runs:
+            if not run.done:
+                run.log.append(events.warning("shutdown", "The server is shutting down", 0))
+            run.cancel("cancelled")
+        await asyncio.gather(*(r.task for r in runs if r.task), return_exceptions=True)
+
+    async def _drive(
+        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest
+    ) -> None:
+        observer = deps.observer
+        first_seen = False
+        failed = False
+        try:
+            async for event in run_loop(config, deps, state):
+                if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
+                    first_seen = True
+                    observer.first_event()
+                run.log.append(event)
+            outcome: str = state.outcome or "completed"
+        except asyncio.CancelledError:
+            outcome = run.cancel_reason or "cancelled"
+        except GatewayError as exc:
+            failed, outcome = True, exc.code
+            terminal = events.error(exc.body(request.request_id))
+        except Exception as exc:  # a bug: the client still gets its terminal event
+            log.exception("run %s failed", run.id)
+            failed, outcome = True, "UNKNOWN_ERROR"
+            body = GatewayError("UNKNOWN_ERROR", f"Internal error: {type(exc).__name__}")
+            terminal = events.error(body.body(request.request_id))
+        duration_ms = observer.finished(outcome, state.turns, state.usage, failed)
+        if not failed:
+            terminal = _final(run, config, state, outcome, duration_ms, observer.trace_id)
+        run.log.append(terminal)
+        run.log.close()
+        run.finished_at = time.monotonic()
+        if self._on_end is not None:
+            self._on_end(outcome)
+        self.sessions.save(run.session_id, consistent_history(state.messages))
+
+    def _expire_finished(self) -> None:
+        now = time.monotonic()
+        expired = [
+            run_id
+            for run_id, run in self._runs.items()
+            if run.finished_at is not None and now - run.finished_at > self._ttl_s
+        ]
+        for run_id in expired:
+            del self._runs[run_id]
+
+
+def _final(
+    run: Run, config: LoopConfig, state: RunState, outcome: str, duration_ms: float,
+    trace_id: str | None,
+) -> Event:  # fmt: skip
+    return events.final(
+        model=state.response_model or config.model,
+        run_id=run.id,
+        session_id=run.session_id,
+        outcome=outcome,  # type: ignore[arg-type]
+        stop_reason=state.stop_reason,
+        turns=state.turns,
+        tool_calls=state.tool_calls,
+        duration_ms=duration_ms,
+        usage=dict(state.usage),
+        result="\n\n".join(state.texts),
+        trace_id=trace_id,
+    )

@@ -1,0 +1,43 @@
+"""Tracing: a TracerProvider configured once from the standard `OTEL_*` environment.
+
+OTLP over HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces-specific variable) is
+set; otherwise spans are still made, so every run has a trace id to show, but nothing is
+exported. The sampler comes from `OTEL_TRACES_SAMPLER`, the service name from
+`OTEL_SERVICE_NAME`, as the SDK reads them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import DefaultGetter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from gateway import __version__
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+_GETTER: DefaultGetter = DefaultGetter()
+
+
+def configure_tracing(environ: Mapping[str, str] | None = None) -> TracerProvider:
+    env = os.environ if environ is None else environ
+    resource = Resource.create(
+        {"service.name": env.get("OTEL_SERVICE_NAME", "research-gateway"),
+         "service.version": __version__}
+    )  # fmt: skip
+    provider = TracerProvider(resource=resource)
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+def extract_context(headers: Mapping[str, str]) -> Context:
+    """The caller's W3C `traceparent`, if any, as the parent of our spans."""
+    return _PROPAGATOR.extract(headers, getter=_GETTER)

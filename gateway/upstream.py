@@ -1,0 +1,229 @@
+"""The Messages API wire format, without I/O: request parameters, SSE bytes to raw events,
+and one model turn's raw events to gateway events plus the assistant content.
+
+Per-event work is kept small on purpose: text deltas are passed through, and a tool's
+input fragments are only collected; they are joined and parsed once, when the block closes
+(the SDK's accumulator re-parses the growing JSON on every fragment, which is quadratic).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway import events
+from gateway.errors import ErrorCode, UpstreamFailure
+from gateway.events import Event
+
+# The error types the Messages API sends in an `error` event or an error body.
+_CODE_BY_ERROR_TYPE: dict[str, tuple[ErrorCode, bool]] = {
+    "overloaded_error": ("OVERLOADED_ERROR", True),
+    "rate_limit_error": ("RATE_LIMIT_ERROR", True),
+    "api_error": ("UNKNOWN_ERROR", True),
+    "timeout_error": ("TIMEOUT_ERROR", True),
+    "authentication_error": ("AUTHENTICATION_ERROR", False),
+    "permission_error": ("PERMISSION_ERROR", False),
+    "not_found_error": ("NOT_FOUND", False),
+    "invalid_request_error": ("VALIDATION_ERROR", False),
+    "request_too_large": ("VALIDATION_ERROR", False),
+}
+
+
+def failure_from_error_body(body: Any, default: ErrorCode = "UNKNOWN_ERROR") -> UpstreamFailure:
+    """Map an Anthropic error object (`{"type":"error","error":{...}}`) to a failure."""
+    error = body.get("error") if isinstance(body, dict) else None
+    error = error if isinstance(error, dict) else {}
+    code, retryable = _CODE_BY_ERROR_TYPE.get(str(error.get("type")), (default, False))
+    message = str(error.get("message") or "upstream error")
+    return UpstreamFailure(code, message, {"upstream_type": error.get("type")}, retryable=retryable)
+
+
+class SSEDecoder:
+    """Splits SSE bytes into the `data` payloads of complete events.
+
+    Anthropic puts the event name in the JSON `type` as well, so `event:` lines are not
+    needed. Chunks may end anywhere, including inside a line or a `\\r\\n` pair.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        data = self._buffer + chunk if self._buffer else chunk
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = data.rfind(b"\n\n")
+        if end < 0:
+            self._buffer = data
+            return []
+        self._buffer = data[end + 2 :]
+        payloads = []
+        for block in data[:end].split(b"\n\n"):
+            payload = _data_of(block)
+            if payload:
+                payloads.append(payload)
+        return payloads
+
+
+def _data_of(block: bytes) -> bytes:
+    # Fast path for Anthropic's framing: at most an `event:` line, then one `data:` line.
+    start = 6 if block.startswith(b"data: ") else block.find(b"\ndata: ") + 7
+    if start >= 6 and block.find(b"\n", start) < 0:
+        return block[start:]
+    lines = [line for line in block.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(_strip_field(line) for line in lines)
+
+
+def _strip_field(line: bytes) -> bytes:
+    value = line[5:]
+    return value[1:] if value[:1] == b" " else value
+
+
+class TurnTranslator:
+    """Turns one model call's raw stream events into gateway events, and keeps what the
+    history needs: the assistant content exactly as produced, usage, the stop reason.
+
+    `feed` returns the event to relay, or None. It raises `UpstreamFailure` on an `error`
+    event; `finish` raises if the stream ended without `message_stop`.
+    """
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget a failed attempt, before the turn is retried."""
+        self.emitted = 0
+        self.message_id: str | None = None
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self.usage: dict[str, int] = {}
+        self.tool_uses: list[dict[str, Any]] = []
+        self.input_errors: dict[str, str] = {}
+        self.texts: list[str] = []
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._parts: dict[int, list[str]] = {}
+        self._stopped = False
+
+    @property
+    def content(self) -> list[dict[str, Any]]:
+        return [self._blocks[i] for i in sorted(self._blocks)]
+
+    def feed(self, raw: dict[str, Any]) -> Event | None:
+        kind = raw.get("type")
+        if kind == "content_block_delta":
+            event = self._delta(raw["index"], raw["delta"])
+        elif kind == "content_block_start":
+            event = self._start(raw["index"], raw["content_block"])
+        elif kind == "content_block_stop":
+            event = self._stop(raw["index"])
+        elif kind == "message_start":
+            self._message_start(raw["message"])
+            return None
+        elif kind == "message_delta":
+            self._message_delta(raw)
+            return None
+        elif kind == "message_stop":
+            self._stopped = True
+            return None
+        elif kind == "error":
+            raise failure_from_error_body(raw)
+        else:  # ping, and event types newer than this code
+            return None
+        if event is not None:
+            self.emitted += 1
+        return event
+
+    def finish(self) -> None:
+        if not self._stopped:
+            raise UpstreamFailure(
+                "NETWORK_ERROR", "The model stream ended before message_stop.", retryable=True
+            )
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> Event | None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta["text"]
+            self._parts[index].append(text)
+            return {"type": "delta", "text": text}
+        if kind == "input_json_delta":
+            fragment = delta["partial_json"]
+            self._parts[index].append(fragment)
+            tool = {"id": self._blocks[index]["id"]}
+            return events.tool_call("tool_input_delta", tool, self.turn, partial_json=fragment)
+        if kind == "thinking_delta":
+            text = delta["thinking"]
+            self._parts[index].append(text)
+            return {"type": "thinking", "text": text}
+        if kind == "signature_delta":
+            self._blocks[index]["signature"] = delta["signature"]
+            return {"type": "thinking_signature", "signature": delta["signature"]}
+        if kind == "citations_delta":
+            self._blocks[index].setdefault("citations", []).append(delta["citation"])
+        return None
+
+    def _start(self, index: int, block: dict[str, Any]) -> Event | None:
+        block = dict(block)
+        self._blocks[index] = block
+        self._parts[index] = []
+        kind = block.get("type")
+        if kind == "tool_use":
+            return events.tool_call(
+                "tool_start", {"id": block["id"], "name": block["name"]}, self.turn
+            )
+        if kind == "thinking":
+            return {"type": "thinking_start", "turn": self.turn}
+        return None
+
+    def _stop(self, index: int) -> Event | None:
+        block = self._blocks[index]
+        joined = "".join(self._parts.pop(index, ()))
+        kind = block.get("type")
+        if kind == "text":
+            block["text"] = block.get("text", "") + joined
+            if block["text"]:
+                self.texts.append(block["text"])
+        elif kind == "tool_use":
+            block["input"] = self._parse_input(block["id"], joined, block.get("input"))
+            self.tool_uses.append(block)
+            tool = {"id": block["id"], "name": block["name"], "input": block["input"]}
+            return events.tool_call("tool_use", tool, self.turn)
+        elif kind == "thinking":
+            block["thinking"] = block.get("thinking", "") + joined
+            return {"type": "thinking_complete", "turn": self.turn}
+        return None
+
+    def _parse_input(self, tool_id: str, joined: str, initial: Any) -> dict[str, Any]:
+        if not joined.strip():
+            return initial if isinstance(initial, dict) else {}
+        try:
+            value = orjson.loads(joined)
+        except orjson.JSONDecodeError as exc:
+            self.input_errors[tool_id] = f"The tool input was not valid JSON ({exc})."
+            return {}
+        if not isinstance(value, dict):
+            self.input_errors[tool_id] = "The tool input must be a JSON object."
+            return {}
+        return value
+
+    def _message_start(self, message: dict[str, Any]) -> None:
+        self.message_id = message.get("id")
+        self.model = message.get("model")
+        self._take_usage(message.get("usage"))
+
+    def _message_delta(self, raw: dict[str, Any]) -> None:
+        delta = raw.get("delta") or {}
+        if delta.get("stop_reason") is not None:
+            self.stop_reason = delta["stop_reason"]
+        self._take_usage(raw.get("usage"))
+
+    def _take_usage(self, usage: Any) -> None:
+        # message_delta usage is cumulative for the call: later values replace earlier ones.
+        if isinstance(usage, dict):
+            for key in events.USAGE_KEYS:
+                value = usage.get(key)
+                if isinstance(value, int):
+                    self.usage[key] = value

@@ -1,0 +1,196 @@
+"""Shared fixtures: the fake Anthropic server, small test tools, and a gateway wired to them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import CollectorRegistry
+from pytest_aiohttp import AiohttpClient, AiohttpServer
+
+from gateway.app import create_app
+from gateway.metrics import Metrics
+from gateway.settings import Settings
+from gateway.sse import parse_frames
+from gateway.toolset import StaticToolset
+from tests.fakes.anthropic import FakeAnthropic
+from tools.base import Tool, ToolContext, ToolFailure, ToolInput
+from tools.registry import ToolRegistry
+
+
+class EchoInput(ToolInput):
+    text: str
+    """Text to echo back."""
+
+
+class Echo(Tool[EchoInput]):
+    """Echo the text back."""
+
+    name = "echo"
+    input_model = EchoInput
+
+    async def run(self, args: EchoInput, ctx: ToolContext) -> str:
+        return f"echo: {args.text}"
+
+
+class SleepInput(ToolInput):
+    seconds: float
+    """How long to sleep."""
+
+
+class Sleep(Tool[SleepInput]):
+    """Sleep, then answer; records starts and cancellations."""
+
+    name = "sleep"
+    input_model = SleepInput
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+
+    async def run(self, args: SleepInput, ctx: ToolContext) -> str:
+        self.started += 1
+        try:
+            await asyncio.sleep(args.seconds)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return f"slept {args.seconds}"
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class Fail(Tool[NoInput]):
+    """Fail the way a tool expects to."""
+
+    name = "fail"
+    input_model = NoInput
+
+    async def run(self, args: NoInput, ctx: ToolContext) -> str:
+        raise ToolFailure("No company matches 'Acme'; try a ticker")
+
+
+class Crash(Tool[NoInput]):
+    """Fail with a bug."""
+
+    name = "crash"
+    input_model = NoInput
+
+    async def run(self, args: NoInput, ctx: ToolContext) -> str:
+        raise RuntimeError("division by zero, somewhere")
+
+
+class BigInput(ToolInput):
+    size: int
+    """How many characters to return."""
+
+
+class Big(Tool[BigInput]):
+    """Return a long text."""
+
+    name = "big"
+    input_model = BigInput
+
+    async def run(self, args: BigInput, ctx: ToolContext) -> str:
+        return "".join(chr(ord("a") + i % 26) for i in range(args.size))
+
+
+GatewayFactory = Callable[..., Awaitable[TestClient[Any, Any]]]
+
+
+@pytest.fixture
+def fake() -> FakeAnthropic:
+    return FakeAnthropic()
+
+
+@pytest.fixture
+def sleep_tool() -> Sleep:
+    return Sleep()
+
+
+@pytest.fixture
+def registry(sleep_tool: Sleep) -> ToolRegistry:
+    return ToolRegistry(
+        [Echo(), sleep_tool, Fail(), Crash(), Big()], timeout_s=1.0, max_result_chars=5_000
+    )
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics(CollectorRegistry())
+
+
+@pytest.fixture
+async def fake_server(fake: FakeAnthropic, aiohttp_server: AiohttpServer) -> TestServer:
+    return await aiohttp_server(fake.app())
+
+
+def test_settings(fake_server: TestServer, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "anthropic_api_key": "sk-test",
+        "anthropic_base_url": str(fake_server.make_url("")).rstrip("/"),
+        "gateway_upstream": "anthropic",
+        "gateway_heartbeat_s": 5.0,
+        "gateway_resume_grace_s": 0.3,
+        "gateway_upstream_max_retry_wait_s": 5.0,
+        "sdk_max_turns": 5,
+        "sdk_system_prompt": "You are a test.",
+        "sdk_model": "claude-test-model",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+@pytest.fixture
+async def make_gateway(
+    fake_server: TestServer, registry: ToolRegistry, metrics: Metrics,
+    aiohttp_client: AiohttpClient,
+) -> GatewayFactory:  # fmt: skip
+    async def make(**overrides: Any) -> TestClient[Any, Any]:
+        settings = test_settings(fake_server, **overrides)
+        toolset = StaticToolset(registry, backends={"test": "local"})
+        app = create_app(settings, toolset=toolset, metrics=metrics)
+        return await aiohttp_client(app)
+
+    return make
+
+
+@pytest.fixture
+async def gateway(make_gateway: GatewayFactory) -> TestClient[Any, Any]:
+    return await make_gateway()
+
+
+async def read_events(response: ClientResponse) -> list[dict[str, Any]]:
+    """Every event of an SSE response, to its end."""
+    return parse_frames(await response.read())
+
+
+async def stream(client: TestClient[Any, Any], **body: Any) -> list[dict[str, Any]]:
+    response = await client.post("/api/stream", json=body)
+    assert response.status == 200, await response.text()
+    return await read_events(response)
+
+
+async def iter_events(response: ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """Events as they arrive."""
+    buffer = b""
+    async for chunk in response.content.iter_any():
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n\n")
+        for block in complete:
+            yield event_of_block(block)
+
+
+def event_of_block(block: bytes) -> dict[str, Any]:
+    events = parse_frames(block + b"\n\n")
+    return events[0] if events else {"type": "_comment", "raw": block.decode()}
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] if e["type"] != "tool_call" else f"tool_call:{e['phase']}" for e in events]

@@ -1,0 +1,206 @@
+"""A fake Anthropic Messages API: an aiohttp app that writes the real SSE event sequence,
+records every request, and injects faults (an HTTP error before the stream, an `error`
+event mid-stream, a cut connection, a stall, a stream with no `message_stop`).
+
+Script it with `Reply` objects, one per expected model call, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Text:
+    text: str
+    chunk: int = 8
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ToolUse:
+    name: str
+    input: dict[str, Any] | None = None
+    id: str = ""
+    fragment: int = 20
+    raw_json: str | None = None  # sent as-is instead of `input` (e.g. invalid JSON)
+
+
+@dataclass
+class Thinking:
+    thinking: str
+    signature: str = "sig-" + "A" * 40
+    chunk: int = 16
+
+
+Block = Text | ToolUse | Thinking
+
+
+@dataclass
+class Reply:
+    """One model call's answer."""
+
+    blocks: list[Block] = field(default_factory=list)
+    stop_reason: str | None = None  # default: tool_use if any ToolUse, else end_turn
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cache_read: int = 0
+    cache_creation: int = 0
+    status: int | None = None  # HTTP error instead of a stream
+    error_type: str = "overloaded_error"
+    headers: dict[str, str] = field(default_factory=dict)
+    error_after: int | None = None  # an `error` event after N events
+    cut_after: int | None = None  # close the connection after N events
+    stall_after: int | None = None  # stop sending (connection open) after N events
+    no_stop: bool = False  # end the body without message_stop
+    delay_s: float = 0.0  # pause before each event
+    model: str = "claude-sonnet-4-5-20250929"
+
+
+def _tool_id(n: int) -> str:
+    return f"toolu_{n:024d}"
+
+
+class FakeAnthropic:
+    """Records `requests` (JSON bodies), `headers`; `disconnects` counts streams the
+    client closed before their end."""
+
+    def __init__(self, replies: list[Reply] | None = None) -> None:
+        self.replies = list(replies or [])
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.disconnects = 0
+        self.finished = 0
+        self.request_seen = asyncio.Event()
+        self.disconnected = asyncio.Event()
+        self._tool_counter = 0
+
+    def add(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._messages)
+        return app
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        self.request_seen.set()
+        if not self.replies:
+            return _error(500, "api_error", "fake: no scripted reply left")
+        reply = self.replies.pop(0)
+        if reply.status is not None:
+            return _error(reply.status, reply.error_type, "scripted failure", reply.headers)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            await self._stream(request, response, reply)
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.disconnects += 1
+            self.disconnected.set()
+            raise
+        return response
+
+    async def _stream(
+        self, request: web.Request, response: web.StreamResponse, reply: Reply
+    ) -> None:
+        for n, event in enumerate(self.events(reply)):
+            if n == reply.error_after:
+                error = {"type": "error", "error": {"type": reply.error_type, "message": "boom"}}
+                await response.write(_sse(error))
+                return
+            if n == reply.cut_after:
+                assert request.transport is not None
+                request.transport.close()
+                return
+            if n == reply.stall_after:
+                await asyncio.sleep(3600)
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            if reply.no_stop and event["type"] == "message_stop":
+                break
+            await response.write(_sse(event))
+        await response.write_eof()
+        self.finished += 1
+
+    def events(self, reply: Reply) -> list[dict[str, Any]]:
+        """The Messages API event sequence for `reply`."""
+        has_tools = any(isinstance(b, ToolUse) for b in reply.blocks)
+        stop = reply.stop_reason or ("tool_use" if has_tools else "end_turn")
+        usage: dict[str, Any] = {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": 1,
+            "cache_read_input_tokens": reply.cache_read,
+            "cache_creation_input_tokens": reply.cache_creation,
+        }
+        out: list[dict[str, Any]] = [
+            {"type": "message_start", "message": {
+                "id": f"msg_fake{len(self.requests):04d}", "type": "message",
+                "role": "assistant", "model": reply.model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": usage}},
+            {"type": "ping"},
+        ]  # fmt: skip
+        for index, block in enumerate(reply.blocks):
+            out.extend(self._block(index, block))
+        out.append({
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": reply.output_tokens},
+        })  # fmt: skip
+        out.append({"type": "message_stop"})
+        return out
+
+    def _block(self, index: int, block: Block) -> list[dict[str, Any]]:
+        if isinstance(block, Text):
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            if block.citations:
+                start["citations"] = []
+            deltas: list[dict[str, Any]] = [
+                {"type": "text_delta", "text": p} for p in _pieces(block.text, block.chunk)
+            ]
+            deltas += [{"type": "citations_delta", "citation": c} for c in block.citations]
+        elif isinstance(block, Thinking):
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": p}
+                for p in _pieces(block.thinking, block.chunk)
+            ]
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+        else:
+            if not block.id:
+                self._tool_counter += 1
+                block.id = _tool_id(self._tool_counter)
+            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            raw = block.raw_json if block.raw_json is not None else json.dumps(block.input or {})
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(raw, block.fragment)
+            ]
+        events: list[dict[str, Any]] = [
+            {"type": "content_block_start", "index": index, "content_block": start}
+        ]
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+        return events
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] if text else []
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def _error(
+    status: int, error_type: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    return web.json_response(body, status=status, headers=headers)

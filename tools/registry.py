@@ -1,0 +1,121 @@
+"""The registry: the one place tools are looked up, validated, timed out and capped.
+
+`call` never raises for a tool problem: unknown names, invalid input, `ToolFailure`,
+unexpected exceptions and timeouts all come back as an `is_error` `ToolOutcome`.
+Cancellation is the exception: it always propagates, so a cancelled run stops its tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from tools.base import Tool, ToolContext, ToolFailure
+
+__all__ = ["ToolOutcome", "ToolRegistry", "cap_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What one tool call produced, as the model will see it."""
+
+    content: str
+    is_error: bool
+    duration_ms: float
+    truncated: bool = False
+    original_chars: int = 0
+    # Closed set, for spans and metric labels: None, "unknown_tool", "invalid_input",
+    # "tool_failure", "exception", "timeout".
+    error_type: str | None = None
+
+
+def cap_text(text: str, max_chars: int) -> tuple[str, bool]:
+    """Keep head and tail of an over-long result, with a notice the model can act on."""
+    if len(text) <= max_chars:
+        return text, False
+    notice = (
+        f"\n\n[... result truncated: {len(text):,} characters, showing the first and last "
+        f"{max_chars // 2:,}. Ask for a narrower section, a smaller page or an offset "
+        "to read the rest ...]\n\n"
+    )
+    keep = max(0, max_chars - len(notice))
+    head, tail = keep - keep // 2, keep // 2
+    return text[:head] + notice + (text[-tail:] if tail else ""), True
+
+
+def _validation_message(name: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in err["loc"]) or "input"
+        problems.append(f"{where}: {err['msg']}")
+    return f"Invalid input for tool {name!r}: " + "; ".join(problems)
+
+
+class ToolRegistry:
+    """Named tools in a stable order, with a timeout and a result cap for every call."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any]] = (),
+        *,
+        timeout_s: float = 30.0,
+        max_result_chars: int = 100_000,
+    ) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        self.timeout_s = timeout_s
+        self.max_result_chars = max_result_chars
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool[Any]) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"duplicate tool name: {tool.name}")
+        self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def definitions(self, allow: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """Tool definitions as the Messages API takes them, in registration order."""
+        return [
+            {"name": t.name, "description": t.description(), "input_schema": t.input_schema()}
+            for t in self._tools.values()
+            if allow is None or t.name in allow
+        ]
+
+    async def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
+        start = time.perf_counter()
+
+        def done(content: str, error_type: str | None = None) -> ToolOutcome:
+            elapsed = (time.perf_counter() - start) * 1000
+            if error_type is not None:
+                return ToolOutcome(content, True, elapsed, error_type=error_type)
+            capped, truncated = cap_text(content, self.max_result_chars)
+            return ToolOutcome(capped, False, elapsed, truncated, len(content))
+
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return done(f"Unknown tool {name!r}. Available tools: {known}.", "unknown_tool")
+        try:
+            args = tool.input_model.model_validate(raw_input)
+        except ValidationError as exc:
+            return done(_validation_message(name, exc), "invalid_input")
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                content = await tool.run(args, ctx)
+        except TimeoutError:
+            return done(f"Tool {name!r} timed out after {self.timeout_s:g} s.", "timeout")
+        except ToolFailure as exc:
+            return done(str(exc), "tool_failure")
+        except Exception as exc:  # a tool bug must not end the run; the model is told
+            return done(f"Tool {name!r} failed: {type(exc).__name__}: {exc}", "exception")
+        return done(content)
