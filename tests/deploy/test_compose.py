@@ -107,3 +107,15 @@ def test_dockerfile() -> None:
         for path in source.split():
             if "*" not in path:
                 assert (root / path).exists(), f"COPY source {path} is missing"
+
+
+def test_image_puts_the_playground_where_the_gateway_looks() -> None:
+    # The gateway finds the playground beside its package; installed, that is site-packages.
+    import gateway
+    from gateway.handlers import PLAYGROUND
+
+    package_parent = Path(gateway.__file__).resolve().parent.parent
+    relative = PLAYGROUND.relative_to(package_parent)
+    text = (DEPLOY / "Dockerfile").read_text()
+    site_packages = "/opt/venv/lib/python3.11/site-packages"
+    assert re.search(rf"^COPY playground {site_packages}/{relative}$", text, re.M)

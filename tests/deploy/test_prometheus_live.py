@@ -1,0 +1,231 @@
+"""A real Prometheus scrapes a real gateway, driven by the fake Anthropic server, while it
+serves runs of every kind; then every dashboard query must return data and every alert
+rule must load and evaluate without error."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from functools import partial
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from prometheus_client import CollectorRegistry
+from pytest_aiohttp import AiohttpServer
+
+from gateway.app import create_app
+from gateway.metrics import Metrics
+from gateway.settings import Settings
+from gateway.sse import parse_frames
+from gateway.toolset import StaticToolset
+from tests.deploy.dashboards import ALERTS, JOB, concrete, load_dashboard, panel_queries
+from tests.deploy.prometheus import (
+    PrometheusAPI,
+    eventually,
+    finite_values,
+    running_prometheus,
+)
+from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tools.base import Tool, ToolContext, ToolFailure, ToolInput
+from tools.registry import ToolRegistry
+
+PROMETHEUS = shutil.which("prometheus")
+RUNS_PER_ROUND = 3
+
+pytestmark = [
+    pytest.mark.prometheus,
+    pytest.mark.skipif(
+        PROMETHEUS is None, reason="prometheus not installed (Debian package prometheus)"
+    ),
+]
+
+
+class LookupInput(ToolInput):
+    ticker: str
+    """The company's ticker."""
+
+
+class Lookup(Tool[LookupInput]):
+    """Look a company up by ticker."""
+
+    name = "lookup"
+    input_model = LookupInput
+
+    async def run(self, args: LookupInput, ctx: ToolContext) -> str:
+        return f"{args.ticker}: ACME Corporation, CIK 0000000001"
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class Broken(Tool[NoInput]):
+    """A tool whose backend is down."""
+
+    name = "broken"
+    input_model = NoInput
+
+    async def run(self, args: NoInput, ctx: ToolContext) -> str:
+        raise ToolFailure("The backend is unavailable")
+
+
+class Slow(Tool[NoInput]):
+    """A tool slower than its timeout."""
+
+    name = "slow"
+    input_model = NoInput
+
+    async def run(self, args: NoInput, ctx: ToolContext) -> str:
+        await asyncio.sleep(30)
+        return "too late"
+
+
+def script() -> list[Reply]:
+    """What the model answers during one round of `run_round`, in order."""
+    return [
+        # Run 1, /api/stream: one tool succeeds and one fails, the next call is rate limited
+        # and retried, then the model calls a tool with bad input and one that does not
+        # exist, and answers on its third turn.
+        Reply(
+            [Text("Let me look."), ToolUse("lookup", {"ticker": "ACME"}), ToolUse("broken", {})],
+            cache_read=120,
+            cache_creation=40,
+        ),
+        Reply(status=429, error_type="rate_limit_error", headers={"retry-after": "0"}),
+        Reply([ToolUse("lookup", {"symbol": "ACME"}), ToolUse("no_such_tool", {})]),
+        Reply([Text("ACME is a company.")], cache_read=200),
+        # Run 2, /api/research with max_turns 2: a tool times out, the model still wants
+        # tools at the limit, the wrap-up call answers.
+        Reply([ToolUse("lookup", {"ticker": "ACME"}), ToolUse("slow", {})]),
+        Reply([ToolUse("lookup", {"ticker": "ACME"})]),
+        Reply([Text("Out of turns: ACME is a company.")]),
+        # Run 3, /api/stream: the model API rejects the key.
+        Reply(status=401, error_type="authentication_error"),
+    ]
+
+
+async def stream(client: aiohttp.ClientSession, url: str, body: Any) -> list[dict[str, Any]]:
+    async with client.post(url + "/api/stream", json=body) as response:
+        assert response.status == 200, await response.text()
+        return parse_frames(await response.read())
+
+
+async def run_round(client: aiohttp.ClientSession, url: str, fake: FakeAnthropic) -> None:
+    """Three runs (completed, max_turns, failed), a bad request, and the short routes."""
+    fake.add(*script())
+    final = (await stream(client, url, {"query": "What is ACME?"}))[-1]
+    assert (final["type"], final["outcome"], final["turns"]) == ("final", "completed", 3)
+
+    body = {"query": "Research ACME", "max_turns": 2}
+    async with client.post(url + "/api/research", json=body) as response:
+        assert response.status == 200, await response.text()
+        assert (await response.json())["outcome"] == "max_turns"
+
+    error = (await stream(client, url, {"query": "Anything"}))[-1]
+    assert error["type"] == "error"
+    assert error["error"]["code"] == "AUTHENTICATION_ERROR"
+
+    async with client.post(url + "/api/stream", json={"max_turns": "many"}) as response:
+        assert response.status == 400
+    for path in ("/api/tools", "/health"):
+        async with client.get(url + path) as response:
+            await response.read()
+    assert not fake.replies, "every scripted reply is used"
+
+
+def settings(upstream: TestServer) -> Settings:
+    return Settings(
+        _env_file=None,
+        anthropic_api_key="sk-test",
+        anthropic_base_url=str(upstream.make_url("")).rstrip("/"),
+        gateway_upstream="anthropic",
+        gateway_upstream_max_retry_wait_s=5.0,
+        gateway_resume_grace_s=5.0,
+        sdk_max_turns=5,
+        sdk_system_prompt="You are a test.",
+        sdk_model="claude-test-model",
+        redis_url=None,
+    )
+
+
+async def gateway_target_up(prometheus: PrometheusAPI) -> bool | None:
+    targets = (await prometheus.get("/api/v1/targets"))["activeTargets"]
+    ours = [t for t in targets if t["labels"]["job"] == JOB]
+    return True if ours and all(t["health"] == "up" for t in ours) else None
+
+
+async def runs_scraped(prometheus: PrometheusAPI, count: int) -> bool | None:
+    values = finite_values(await prometheus.query(f'sum(sdk_runs_total{{job="{JOB}"}})'))
+    return True if values == [count] else None
+
+
+async def wait_for_runs(prometheus: PrometheusAPI, count: int) -> None:
+    await eventually(lambda: runs_scraped(prometheus, count), f"{count} runs scraped")
+
+
+async def evaluated_rules(prometheus: PrometheusAPI) -> list[dict[str, Any]] | None:
+    groups = (await prometheus.get("/api/v1/rules", type="alert"))["groups"]
+    rules: list[dict[str, Any]] = [rule for group in groups for rule in group["rules"]]
+    return rules if rules and all(rule["health"] != "unknown" for rule in rules) else None
+
+
+async def has_data(prometheus: PrometheusAPI, expr: str) -> list[float] | None:
+    return finite_values(await prometheus.query(expr)) or None
+
+
+async def check_dashboard(prometheus: PrometheusAPI) -> None:
+    dashboard = load_dashboard()
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variable["definition"])
+        assert match, variable["definition"]
+        samples = await prometheus.query(match[1])
+        assert any(match[2] in sample["metric"] for sample in samples), variable["name"]
+    for query in panel_queries(dashboard):
+        expr = concrete(query.expr)
+        await eventually(
+            partial(has_data, prometheus, expr),
+            f"data for panel {query.panel!r} ({query.ref_id}): {expr}",
+            timeout_s=20,
+        )
+
+
+async def check_alert_rules(prometheus: PrometheusAPI) -> None:
+    rules = await eventually(lambda: evaluated_rules(prometheus), "every rule to be evaluated")
+    expected = re.findall(r"^\s*- alert: (\S+)$", ALERTS.read_text(), re.M)
+    assert sorted(rule["name"] for rule in rules) == sorted(expected)
+    for rule in rules:
+        assert rule["health"] == "ok", f"{rule['name']}: {rule.get('lastError')}"
+        await prometheus.query(rule["query"])
+
+
+@pytest.mark.timeout(180)
+async def test_every_panel_has_data_and_every_alert_evaluates(
+    tmp_path: Any, aiohttp_server: AiohttpServer
+) -> None:
+    assert PROMETHEUS is not None
+    fake = FakeAnthropic()
+    upstream = await aiohttp_server(fake.app(), host="127.0.0.1")
+    registry = ToolRegistry([Lookup(), Broken(), Slow()], timeout_s=0.2)
+    toolset = StaticToolset(registry, backends={"test": "local"})
+    app = create_app(settings(upstream), toolset=toolset, metrics=Metrics(CollectorRegistry()))
+    gateway = await aiohttp_server(app, host="127.0.0.1")
+    url = str(gateway.make_url("")).rstrip("/")
+
+    target = f"127.0.0.1:{gateway.port}"
+    async with (
+        running_prometheus(PROMETHEUS, tmp_path, target) as prometheus,
+        aiohttp.ClientSession() as client,
+    ):
+        await eventually(lambda: gateway_target_up(prometheus), "the gateway target to be up")
+        # Two rounds, each scraped: a series counts for rate() only once it has changed
+        # between two scrapes.
+        for done in (RUNS_PER_ROUND, 2 * RUNS_PER_ROUND):
+            await run_round(client, url, fake)
+            await wait_for_runs(prometheus, done)
+        await check_alert_rules(prometheus)
+        await check_dashboard(prometheus)
