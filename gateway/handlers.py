@@ -9,13 +9,13 @@ from pathlib import Path
 
 import orjson
 from aiohttp import web
+from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import __version__, events, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.runs import Run
-from gateway.telemetry import extract_context
 
 PLAYGROUND = Path(__file__).resolve().parent.parent / "playground"
 
@@ -30,8 +30,8 @@ def _start(request: web.Request, data: object, endpoint: str) -> Run:
     run_request = parse_run_request(
         data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
     )
-    parent = extract_context(request.headers)
-    return app[keys.RUNS].start(run_request, endpoint, parent)
+    # The request's server span (made current by the middleware) is the run's parent.
+    return app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:

@@ -9,10 +9,12 @@ import uuid
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from opentelemetry.trace import SpanKind
 
 from gateway import keys
 from gateway.errors import ErrorCode, GatewayError, ValidationFailed
 from gateway.handlers import json_response
+from gateway.telemetry import extract_context
 
 log = logging.getLogger(__name__)
 
@@ -31,21 +33,31 @@ def route_of(request: web.Request) -> str:
 
 @web.middleware
 async def observe_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One server span per request (continuing the caller's `traceparent`), its duration
+    by route template, and `x-request-id` on every response."""
     request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
     request[keys.REQUEST_ID] = request_id[:128]
+    route = route_of(request)
     started = time.perf_counter()
     status = 500
-    try:
-        response = await _answer_errors(request, handler)
-        status = response.status
-        if not response.prepared:
-            response.headers["x-request-id"] = request[keys.REQUEST_ID]
-        return response
-    finally:
-        metrics = request.app[keys.METRICS]
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        route = route_of(request)
-        metrics.request_duration_ms.labels(request.method, route, str(status)).observe(elapsed_ms)
+    with request.app[keys.TRACER].start_as_current_span(
+        f"{request.method} {route}",
+        context=extract_context(request.headers),
+        kind=SpanKind.SERVER,
+        attributes={"http.request.method": request.method, "http.route": route,
+                    "url.path": request.path, "gateway.request_id": request[keys.REQUEST_ID]},
+    ) as span:  # fmt: skip
+        try:
+            response = await _answer_errors(request, handler)
+            status = response.status
+            if not response.prepared:
+                response.headers["x-request-id"] = request[keys.REQUEST_ID]
+            return response
+        finally:
+            span.set_attribute("http.response.status_code", status)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            duration = request.app[keys.METRICS].request_duration_ms
+            duration.labels(request.method, route, str(status)).observe(elapsed_ms)
 
 
 async def _answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -23,6 +23,7 @@ from gateway.upstream import TurnTranslator
 from tools.registry import ToolOutcome
 
 PROVIDER = "anthropic"
+ROUTE_BY_ENDPOINT = {"stream": "/api/stream", "research": "/api/research"}
 
 
 class ModelCall:
@@ -210,6 +211,7 @@ class RunObserver:
         self.span.set_attribute("gateway.turns", turns)
         if failed:
             m.upstream_errors.labels(outcome).inc()
+            m.errors.labels(outcome, ROUTE_BY_ENDPOINT.get(self.endpoint, self.endpoint)).inc()
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)
         self.span.end()

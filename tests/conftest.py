@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
+from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
@@ -152,10 +153,14 @@ async def make_gateway(
     fake_server: TestServer, registry: ToolRegistry, metrics: Metrics,
     aiohttp_client: AiohttpClient,
 ) -> GatewayFactory:  # fmt: skip
-    async def make(**overrides: Any) -> TestClient[Any, Any]:
+    async def make(
+        tracer_provider: TracerProvider | None = None, **overrides: Any
+    ) -> TestClient[Any, Any]:
         settings = test_settings(fake_server, **overrides)
         toolset = StaticToolset(registry, backends={"test": "local"})
-        app = create_app(settings, toolset=toolset, metrics=metrics)
+        app = create_app(
+            settings, toolset=toolset, metrics=metrics, tracer_provider=tracer_provider
+        )
         return await aiohttp_client(app)
 
     return make
