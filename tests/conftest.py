@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -103,6 +104,16 @@ class Big(Tool[BigInput]):
 
 
 GatewayFactory = Callable[..., Awaitable[TestClient[Any, Any]]]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """In CI (GATEWAY_TESTS_REQUIRE_ALL=1) a skip for a missing program is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("GATEWAY_TESTS_REQUIRE_ALL") == "1":
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but CI requires every test to run: {report.longrepr}"
 
 
 @pytest.fixture

@@ -1,0 +1,46 @@
+# research-gateway: `make run` sets up and serves; `make check` is what CI runs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install fmt lint typecheck test check run bench bench-quick snapshot clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+fmt: install
+	$(PY) -m ruff format gateway tools tests bench
+	$(PY) -m ruff check --fix gateway tools tests bench
+
+lint: install
+	$(PY) -m ruff format --check gateway tools tests bench
+	$(PY) -m ruff check gateway tools tests bench
+
+typecheck: install
+	$(PY) -m mypy gateway tools tests bench
+
+test: install
+	$(PY) -m pytest -q
+
+check: lint typecheck test
+
+run: install
+	$(PY) -m gateway
+
+bench: install
+	$(PY) -m bench
+
+bench-quick: install
+	$(PY) -m bench --quick
+
+snapshot: install
+	$(PY) -m tools.sec.build_snapshot
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
