@@ -210,6 +210,7 @@ const toolPhases = {
   },
   tool_executing(run, ev, card) {
     card.executing(ev.tool);
+    run.view.setWaiting('running tools…');
     timeline.update(ev.tool.id, { detail: 'running', status: 'running' });
   },
   tool_result(run, ev, card) {
@@ -237,6 +238,7 @@ const handlers = {
     run.turn = ev.turn;
     run.maxTurns = ev.max_turns ?? run.maxTurns;
     status.set({ turn: turnText(run) });
+    run.view.setWaiting('the model is working…');
     timeline.add('turn', `Turn ${turnText(run)}`, 'model call');
   },
   thinking_start(run, ev) {
@@ -454,7 +456,7 @@ async function startStream() {
 
 async function sendCancel(run) {
   run.cancelSent = true;
-  timeline.add('info', 'Stop requested', `cancel ${run.runId}`);
+  timeline.add('info', 'Stop requested', 'asked the server to cancel');
   try {
     const response = await fetch(`/api/runs/${encodeURIComponent(run.runId)}/cancel`, { method: 'POST', headers: authHeaders() });
     if (!response.ok) {
