@@ -1,0 +1,42 @@
+"""What the tools need from the process's configuration, in one frozen object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ToolsConfig"]
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """Backends and outside URLs of the tools; the defaults need no network at all."""
+
+    sec_source: Literal["offline", "live"] = "offline"
+    sec_user_agent: str | None = None
+    sec_www_url: str = "https://www.sec.gov"
+    sec_data_url: str = "https://data.sec.gov"
+    sec_efts_url: str = "https://efts.sec.gov"
+    search_backend: Literal["offline", "exa"] = "offline"
+    exa_api_key: str | None = None
+    exa_base_url: str = "https://api.exa.ai"
+
+    def check(self) -> None:
+        """Raise ValueError naming the setting to fix when the combination cannot work."""
+        if self.sec_source not in ("offline", "live"):
+            raise ValueError(f"SEC_SOURCE must be 'offline' or 'live', not {self.sec_source!r}")
+        if self.search_backend not in ("offline", "exa"):
+            raise ValueError(
+                f"SEARCH_BACKEND must be 'offline' or 'exa', not {self.search_backend!r}"
+            )
+        if self.sec_source == "live" and not (self.sec_user_agent or "").strip():
+            raise ValueError(
+                "SEC_SOURCE=live needs SEC_USER_AGENT, e.g. 'Example Corp admin@example.com' "
+                "(SEC refuses requests without a declared name and contact)"
+            )
+        if self.search_backend == "exa" and not (self.exa_api_key or "").strip():
+            raise ValueError("SEARCH_BACKEND=exa needs EXA_API_KEY")
+        for name in ("sec_www_url", "sec_data_url", "sec_efts_url", "exa_base_url"):
+            url = getattr(self, name)
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name.upper()} must be an http(s) URL, not {url!r}")
