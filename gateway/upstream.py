@@ -70,8 +70,12 @@ class SSEDecoder:
 
 def _data_of(block: bytes) -> bytes:
     # Fast path for Anthropic's framing: at most an `event:` line, then one `data:` line.
-    start = 6 if block.startswith(b"data: ") else block.find(b"\ndata: ") + 7
-    if start >= 6 and block.find(b"\n", start) < 0:
+    if block.startswith(b"data: "):
+        start = 6
+    else:
+        found = block.find(b"\ndata: ")
+        start = found + 7 if found >= 0 else -1
+    if start >= 0 and block.find(b"\n", start) < 0:
         return block[start:]
     lines = [line for line in block.split(b"\n") if line.startswith(b"data:")]
     return b"\n".join(_strip_field(line) for line in lines)

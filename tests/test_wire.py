@@ -1,0 +1,97 @@
+"""The pure wire parts, and the fake checked against the SDK's own stream accumulator."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import orjson
+from aiohttp.test_utils import TestServer
+
+from gateway.sse import frame, parse_frames
+from gateway.upstream import SSEDecoder, TurnTranslator
+from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
+
+REPLY = Reply(
+    [
+        Thinking("Let me think about filings.", signature="sig-xyz"),
+        Text("Looking up ", chunk=3),
+        ToolUse("echo", {"text": "ünïcödé \"quotes\" and\nnewlines", "n": [1, 2.5, None]}, fragment=4),
+        ToolUse("sleep", {"seconds": 0}, fragment=1),
+    ],
+    input_tokens=42, output_tokens=17, cache_read=3,
+)  # fmt: skip
+
+
+def wire_bytes(fake: FakeAnthropic, reply: Reply) -> bytes:
+    return b"".join(
+        f"event: {e['type']}\r\ndata: {json.dumps(e)}\r\n\r\n".encode() for e in fake.events(reply)
+    )
+
+
+def translate(data: bytes, chunk: int) -> tuple[TurnTranslator, list[dict[str, Any]]]:
+    decoder, turn, out = SSEDecoder(), TurnTranslator(1), []
+    for i in range(0, len(data), chunk):
+        for payload in decoder.feed(data[i : i + chunk]):
+            event = turn.feed(orjson.loads(payload))
+            if event is not None:
+                out.append(event)
+    turn.finish()
+    return turn, out
+
+
+async def test_fake_and_translator_agree_with_the_sdk(
+    fake_server: TestServer, fake: FakeAnthropic
+) -> None:
+    fake.add(REPLY)
+    client = anthropic.AsyncAnthropic(
+        api_key="k", base_url=str(fake_server.make_url("")).rstrip("/"), max_retries=0
+    )
+    async with client.messages.stream(
+        model="claude-test-model", max_tokens=100, messages=[{"role": "user", "content": "x"}]
+    ) as sdk_stream:
+        message = await sdk_stream.get_final_message()
+    await client.close()
+    expected = [block.model_dump(exclude_none=True) for block in message.content]
+    turn, _ = translate(wire_bytes(FakeAnthropic(), REPLY), chunk=7)
+    assert turn.content == expected
+    assert message.stop_reason == turn.stop_reason == "tool_use"
+    assert message.usage.input_tokens == turn.usage["input_tokens"] == 42
+    assert message.usage.output_tokens == turn.usage["output_tokens"] == 17
+    assert message.usage.cache_read_input_tokens == turn.usage["cache_read_input_tokens"] == 3
+
+
+def test_decoder_handles_every_chunk_boundary() -> None:
+    data = wire_bytes(FakeAnthropic(), REPLY)
+    _, reference = translate(data, chunk=len(data))
+    for chunk in (1, 2, 3, 5, 64):
+        turn, events = translate(data, chunk)
+        assert events == reference
+        assert turn.tool_uses[0]["input"]["text"] == 'ünïcödé "quotes" and\nnewlines'
+
+
+def test_decoder_joins_multiline_data_and_skips_comments() -> None:
+    decoder = SSEDecoder()
+    payloads = decoder.feed(b': keepalive\n\nevent: x\ndata: {"a":\ndata: 1}\n\ndata:{"b":2}\n\n')
+    assert [orjson.loads(p) for p in payloads] == [{"a": 1}, {"b": 2}]
+
+
+def test_empty_tool_input_is_an_empty_object() -> None:
+    turn = TurnTranslator(1)
+    turn.feed({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t1", "name": "echo", "input": {}}})  # fmt: skip
+    event = turn.feed({"type": "content_block_stop", "index": 0})
+    assert event is not None and event["tool"]["input"] == {} and not turn.input_errors
+
+
+def test_frames_round_trip() -> None:
+    event = {
+        "type": "delta",
+        "text": "line one\nline two\r\n: not a comment",
+        "run_id": "r",
+        "seq": 7,
+    }
+    data = frame(7, event)
+    assert data.count(b"\n") == 3 and data.startswith(b"id: 7\ndata: {")
+    assert parse_frames(b": ping\n\n" + data) == [event]
