@@ -13,11 +13,12 @@ from gateway.sse import frame, parse_frames
 from gateway.upstream import SSEDecoder, TurnTranslator
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
 
+TRICKY = 'ünïcödé "quotes" and\nnewlines'
 REPLY = Reply(
     [
         Thinking("Let me think about filings.", signature="sig-xyz"),
         Text("Looking up ", chunk=3),
-        ToolUse("echo", {"text": "ünïcödé \"quotes\" and\nnewlines", "n": [1, 2.5, None]}, fragment=4),
+        ToolUse("echo", {"text": TRICKY, "n": [1, 2.5, None]}, fragment=4),
         ToolUse("sleep", {"seconds": 0}, fragment=1),
     ],
     input_tokens=42, output_tokens=17, cache_read=3,
@@ -68,7 +69,7 @@ def test_decoder_handles_every_chunk_boundary() -> None:
     for chunk in (1, 2, 3, 5, 64):
         turn, events = translate(data, chunk)
         assert events == reference
-        assert turn.tool_uses[0]["input"]["text"] == 'ünïcödé "quotes" and\nnewlines'
+        assert turn.tool_uses[0]["input"]["text"] == TRICKY
 
 
 def test_decoder_joins_multiline_data_and_skips_comments() -> None:
@@ -79,8 +80,8 @@ def test_decoder_joins_multiline_data_and_skips_comments() -> None:
 
 def test_empty_tool_input_is_an_empty_object() -> None:
     turn = TurnTranslator(1)
-    turn.feed({"type": "content_block_start", "index": 0,
-               "content_block": {"type": "tool_use", "id": "t1", "name": "echo", "input": {}}})  # fmt: skip
+    block = {"type": "tool_use", "id": "t1", "name": "echo", "input": {}}
+    turn.feed({"type": "content_block_start", "index": 0, "content_block": block})
     event = turn.feed({"type": "content_block_stop", "index": 0})
     assert event is not None and event["tool"]["input"] == {} and not turn.input_errors
 
