@@ -34,6 +34,7 @@ from tools.registry import ToolRegistry
 
 PROMETHEUS = shutil.which("prometheus")
 RUNS_PER_ROUND = 3
+SEVERITIES = {"critical", "warning", "info"}
 
 pytestmark = [
     pytest.mark.prometheus,
@@ -199,7 +200,12 @@ async def check_alert_rules(prometheus: PrometheusAPI) -> None:
     expected = re.findall(r"^\s*- alert: (\S+)$", ALERTS.read_text(), re.M)
     assert sorted(rule["name"] for rule in rules) == sorted(expected)
     for rule in rules:
-        assert rule["health"] == "ok", f"{rule['name']}: {rule.get('lastError')}"
+        name = rule["name"]
+        assert rule["health"] == "ok", f"{name}: {rule.get('lastError')}"
+        assert rule["duration"] > 0, f"{name} has no for:"
+        assert rule["labels"].get("severity") in SEVERITIES, name
+        assert rule["annotations"].get("summary"), name
+        assert len(rule["annotations"].get("description", "")) > 40, name
         await prometheus.query(rule["query"])
 
 
