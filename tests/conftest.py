@@ -143,7 +143,7 @@ async def fake_server(fake: FakeAnthropic, aiohttp_server: AiohttpServer) -> Tes
     return await aiohttp_server(fake.app())
 
 
-def test_settings(fake_server: TestServer, **overrides: Any) -> Settings:
+def settings_for(fake_server: TestServer, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "anthropic_api_key": "sk-test",
         "anthropic_base_url": str(fake_server.make_url("")).rstrip("/"),
@@ -167,7 +167,7 @@ async def make_gateway(
     async def make(
         tracer_provider: TracerProvider | None = None, **overrides: Any
     ) -> TestClient[Any, Any]:
-        settings = test_settings(fake_server, **overrides)
+        settings = settings_for(fake_server, **overrides)
         toolset = StaticToolset(registry, backends={"test": "local"})
         app = create_app(
             settings, toolset=toolset, metrics=metrics, tracer_provider=tracer_provider
