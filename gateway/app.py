@@ -44,6 +44,9 @@ def create_app(
     )
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics or Metrics()
+    app[keys.METRICS].build_info.labels(
+        __version__, settings.sdk_model, settings.upstream_kind
+    ).set(1)
     provider = tracer_provider or TracerProvider()
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.HEALTH] = UpstreamHealth()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# Codes only the model service causes (a gateway bug is UNKNOWN_ERROR, a bad request 400).
 UPSTREAM_CODES = frozenset(
     {"AUTHENTICATION_ERROR", "PERMISSION_ERROR", "RATE_LIMIT_ERROR", "OVERLOADED_ERROR",
      "TIMEOUT_ERROR", "NETWORK_ERROR"}

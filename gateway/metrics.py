@@ -101,6 +101,13 @@ class Metrics:
             "sdk_upstream_errors_total", "Runs ended by an upstream failure, by code.",
             ["code"], registry=r,
         )  # fmt: skip
+        self.runs_started = Counter(
+            "sdk_runs_started_total", "Runs started, by endpoint.", ["endpoint"], registry=r
+        )
+        self.build_info = Gauge(
+            "gateway_build_info", "Always 1; labels say what is running.",
+            ["version", "model", "upstream"], registry=r,
+        )  # fmt: skip
         self.sse_readers = Gauge(
             "sdk_sse_readers", "Open SSE connections reading a run.", registry=r
         )

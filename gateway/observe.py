@@ -17,6 +17,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from gateway import events
 from gateway.errors import UpstreamFailure
+from gateway.health import UPSTREAM_CODES
 from gateway.events import Event
 from gateway.metrics import Metrics
 from gateway.upstream import TurnTranslator
@@ -121,6 +122,7 @@ class RunObserver:
         context = self.span.get_span_context()
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
         metrics.active_streams.labels(endpoint).inc()
+        metrics.runs_started.labels(endpoint).inc()
 
     @contextmanager
     def model_call(self, turn: int, params: dict[str, Any]) -> Iterator[ModelCall]:
@@ -210,7 +212,8 @@ class RunObserver:
         self.span.set_attribute("gateway.outcome", outcome)
         self.span.set_attribute("gateway.turns", turns)
         if failed:
-            m.upstream_errors.labels(outcome).inc()
+            if outcome in UPSTREAM_CODES:
+                m.upstream_errors.labels(outcome).inc()
             m.errors.labels(outcome, ROUTE_BY_ENDPOINT.get(self.endpoint, self.endpoint)).inc()
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)
