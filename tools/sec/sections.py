@@ -17,10 +17,13 @@ _ITEM_ID = r"(\d{1,2}[A-Da-d]?(?:\.\d{2})?)"
 # A heading: "Item 7.", "ITEM 1A:", "Item 1C |", or "Item 7 Management's..." (a capital
 # after the number). "Item 7 of this report" on a wrapped line is prose, not a heading.
 _HEADING = re.compile(
-    rf"^[ \t]*(?:PART[ \t]+([IV]+)[^\w\n]+)?ITEM\s+{_ITEM_ID}(?=\s*(?:[.:|\-—–]|$)|\s+[A-Z\"“'’])",
+    r"^[ \t]*(?:PART[ \t]+([IV]+)[^\w\n]+)?ITEM\s+"
+    + _ITEM_ID
+    + r"""(?=\s*(?:[.:|\-—–]|$)|\s+(?-i:[A-Z"“'’]))""",
     re.IGNORECASE | re.MULTILINE,
 )
-_PART = re.compile(r"^[ \t]*PART\s+([IV]+)\b", re.IGNORECASE | re.MULTILINE)
+# A part heading is a short line of its own ("PART II. OTHER INFORMATION"), not prose.
+_PART = re.compile(r"^[ \t]*PART[ \t]+([IV]+)\b[^\n]{0,60}$", re.IGNORECASE | re.MULTILINE)
 _SIGNATURES = re.compile(r"^[ \t]*SIGNATURES?\s*$", re.IGNORECASE | re.MULTILINE)
 # A contents row as the table converter writes it: "Item 1A. | Risk Factors | 12".
 _CONTENTS_ROW = re.compile(r"\|.*\|\s*(\d+|[ivx]+)\s*$", re.IGNORECASE)
@@ -69,8 +72,9 @@ def _body_end(text: str, all_headings: list[Heading], index: int) -> int:
         (h.start for h in all_headings[index + 1 :] if h.item != this.item or h.part != this.part),
         len(text),
     )
-    signatures = _SIGNATURES.search(text, this.start, end)
-    return signatures.start() if signatures else end
+    # A part heading or the signatures also end the last item before them.
+    stops = (_PART.search(text, this.start + 1, end), _SIGNATURES.search(text, this.start, end))
+    return min((m.start() for m in stops if m), default=end)
 
 
 def _wanted(request: str) -> tuple[str | None, str | None, str | None]:

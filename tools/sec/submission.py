@@ -18,7 +18,7 @@ _DOCUMENT = re.compile(r"<DOCUMENT>(.*?)</DOCUMENT>", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"^<(TYPE|SEQUENCE|FILENAME|DESCRIPTION)>(.*)$", re.MULTILINE | re.IGNORECASE)
 _TEXT = re.compile(r"<TEXT>(.*?)(?:</TEXT>|\Z)", re.DOTALL | re.IGNORECASE)
 _HEADER = re.compile(r"<SEC-HEADER>(.*?)</SEC-HEADER>", re.DOTALL | re.IGNORECASE)
-_HEADER_FIELD = re.compile(r"^\s*([A-Z][A-Z -]+?):\s*(\S.*?)\s*$", re.MULTILINE)
+_HEADER_FIELD = re.compile(r"^[ \t]*([A-Z][A-Z -]+?):[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
 # Typesetting marks of plain-text filings (page breaks, table column markers).
 _LAYOUT_MARK = re.compile(r"</?(PAGE|PRE|TABLE|C|S|CAPTION|FN)>", re.IGNORECASE)
 # Types that carry no prose: XBRL, images, spreadsheets, archives, scripts.
