@@ -181,7 +181,8 @@ def test_section_titles_prefer_the_bodies() -> None:
 
 def test_page_cuts_at_line_ends_and_covers_everything() -> None:
     text = "\n".join(f"line {i:03d} " + "x" * 40 for i in range(100))
-    chunks, offset = [], 0
+    chunks: list[str] = []
+    offset: int | None = 0
     while offset is not None:
         chunk, next_offset = page(text, offset, 1_000)
         assert len(chunk) <= 1_000
