@@ -1,0 +1,21 @@
+"""The offline demo model: a built-in upstream that speaks the Anthropic Messages API, so
+the gateway's normal upstream path runs unchanged with no API key.
+
+It is deterministic and rule-based, not a language model. It reads the conversation it is
+sent (the question, and the tool results so far), plans tool calls across turns, and
+writes its answer only from what the tools returned.
+
+    server       HTTP: POST /v1/messages, streaming (real SSE sequence) or not
+    wire         a reply as Messages API events, or as one Message
+    conversation the request as the model sees it: question, tool steps, allowed tools
+    companies    company names, tickers and CIKs from the tools' ticker map
+    vocab        metrics, filing sections, form types, everyday words
+    understand   question -> intent, companies, forms, dates, metrics, topic
+    planner      the next move: tool calls (with a line of reasoning) or the answer
+    shapes_*     one plan per question shape, with its answer
+    results, digest, fmt   reading tool results, quoting filings, formatting figures
+"""
+
+from gateway.demo.server import DEMO_MODEL, create_demo_app
+
+__all__ = ["DEMO_MODEL", "create_demo_app"]

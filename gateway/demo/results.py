@@ -1,0 +1,107 @@
+"""Typed, forgiving access to what the tools returned (their JSON shapes, read defensively:
+a missing or odd field is skipped, never a crash)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.demo.conversation import Step
+
+__all__ = ["Doc", "Series", "as_doc", "as_series", "error_of", "rows", "text_of"]
+
+
+def rows(step: Step | None, key: str) -> list[dict[str, Any]]:
+    """The list of objects under `key` of a successful JSON result."""
+    if step is None or step.is_error or not isinstance(step.data, dict):
+        return []
+    found = step.data.get(key)
+    return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
+
+
+def text_of(step: Step | None, key: str, default: str = "") -> str:
+    if step is None or not isinstance(step.data, dict):
+        return default
+    value = step.data.get(key)
+    return str(value) if value is not None else default
+
+
+def error_of(step: Step) -> str:
+    """A failed call's message, shortened to its first sentences."""
+    message = " ".join(step.content.split())
+    return message if len(message) <= 300 else message[:297].rsplit(" ", 1)[0] + "…"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One concept of one company, as get_sec_company_facts returns it."""
+
+    company: str
+    cik: int | None
+    concept: str
+    label: str
+    unit: str
+    annual: list[dict[str, Any]]
+    quarterly: list[dict[str, Any]]
+    instant: list[dict[str, Any]]
+
+
+def as_series(step: Step) -> Series | None:
+    data = step.data
+    if step.is_error or not isinstance(data, dict) or not isinstance(data.get("units"), dict):
+        return None
+    units: dict[str, Any] = data["units"]
+    if not units:
+        return None
+    unit = "USD" if "USD" in units else next(iter(units))
+    kinds = units[unit] if isinstance(units[unit], dict) else {}
+    company = data.get("company") if isinstance(data.get("company"), dict) else {}
+    assert isinstance(company, dict)
+
+    def valued(kind: str) -> list[dict[str, Any]]:
+        found = kinds.get(kind)
+        items = found if isinstance(found, list) else []
+        return [r for r in items if isinstance(r, dict) and _number(r.get("value"))]
+
+    return Series(
+        company=str(company.get("name") or ""),
+        cik=company.get("cik") if isinstance(company.get("cik"), int) else None,
+        concept=str(data.get("concept") or ""),
+        label=str(data.get("label") or data.get("concept") or ""),
+        unit=unit,
+        annual=valued("annual"),
+        quarterly=valued("quarterly"),
+        instant=valued("instant"),
+    )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A page of a filing document, as get_sec_filing returns it."""
+
+    url: str
+    section: str | None
+    heading: str | None
+    text: str
+    total_chars: int
+    next_offset: int | None
+
+
+def as_doc(step: Step) -> Doc | None:
+    data = step.data
+    if step.is_error or not isinstance(data, dict) or not isinstance(data.get("text"), str):
+        return None
+    total = data.get("total_chars")
+    next_offset = data.get("next_offset")
+    return Doc(
+        url=str(data.get("url") or step.input.get("url") or ""),
+        section=data.get("section") if isinstance(data.get("section"), str) else None,
+        heading=data.get("heading") if isinstance(data.get("heading"), str) else None,
+        text=data["text"],
+        total_chars=total if isinstance(total, int) else len(data["text"]),
+        next_offset=next_offset if isinstance(next_offset, int) else None,
+    )

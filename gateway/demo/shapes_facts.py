@@ -1,0 +1,147 @@
+"""Questions about reported figures, answered from XBRL data: one figure ("What was
+Apple's net income last year?"), its history ("How has NVIDIA's revenue grown?", EPS
+history), several companies side by side (one call per company, in parallel), a balance
+sheet (one call per line, in parallel), and a ranking across companies (XBRL frames)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gateway.demo import facts_answers as answers
+from gateway.demo.common import Next, confirmed, firm_names, ident, lookup_step
+from gateway.demo.conversation import Conversation
+from gateway.demo.reply import Call
+from gateway.demo.shapes_filings import FILINGS, filings_call, unavailable
+from gateway.demo.understand import Question
+from gateway.demo.vocab import METRIC_BY_KEY, Metric
+
+__all__ = ["plan_balance_sheet", "plan_compare", "plan_metric", "plan_rank", "plan_trend"]
+
+FACTS = "get_sec_company_facts"
+FRAMES = "get_sec_xbrl_frames"
+BALANCE_SHEET = ("assets", "liabilities", "equity", "cash")
+MAX_CALLS = 8
+
+
+def _facts_call(identifier: str, metric: Metric, limit: int) -> Call:
+    args = {"company_identifier": identifier, "concept": metric.facts_key, "limit": limit}
+    return Call(FACTS, args)
+
+
+def _labels(metrics: tuple[Metric, ...] | list[Metric]) -> str:
+    names = [m.label for m in metrics]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _fallback(q: Question, conv: Conversation) -> Next | None:
+    """When the XBRL data is not available, list the annual reports the figures are in."""
+    done = conv.done(FACTS)
+    if not done or not all(s.is_error for s in done) or conv.done(FILINGS):
+        return None
+    if not conv.can(FILINGS):
+        return None
+    say = (
+        "The XBRL figures aren't available for this company. I'll list its recent annual "
+        "reports instead, where the figures are published."
+    )
+    return Next(say, (filings_call(ident(q.firms[0], conv), q, "10-K", 5),))
+
+
+def plan_metric(q: Question, conv: Conversation) -> Next | str:
+    metrics = q.metrics[:3]
+    if conv.can(FACTS) and not conv.done(FACTS):
+        say = (
+            f"I'll fetch {q.firms[0].label}'s reported {_labels(metrics)} from its XBRL "
+            "financial data at the SEC."
+        )
+        return Next(say, tuple(_facts_call(q.firms[0].ticker, m, 8) for m in metrics))
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, answers.metric)
+
+
+def plan_trend(q: Question, conv: Conversation) -> Next | str:
+    metrics = list(q.metrics[:2])
+    if metrics[0].key == "eps":
+        metrics = [metrics[0], _basic_eps()]
+    years = _years(q, conv.today)
+    if conv.can(FACTS) and not conv.done(FACTS):
+        say = (
+            f"I'll pull {q.firms[0].label}'s {_labels(metrics)} history from its XBRL data, "
+            f"{years} years of annual values and the recent quarters."
+        )
+        return Next(say, tuple(_facts_call(q.firms[0].ticker, m, years) for m in metrics))
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, answers.trend)
+
+
+def _basic_eps() -> Metric:
+    eps = METRIC_BY_KEY["eps"]
+    return Metric("eps_basic", "basic EPS", "eps_basic", eps.concepts[1:], eps.unit,
+                  False, eps.pattern)  # fmt: skip
+
+
+def _years(q: Question, today: dt.date) -> int:
+    start = q.span.after.year if q.span.after else None
+    return min(20, max(2, today.year - start + 1)) if start else 6
+
+
+def plan_compare(q: Question, conv: Conversation) -> Next | str:
+    metric = q.metrics[0]
+    if conv.can(FACTS) and not conv.done(FACTS):
+        calls = tuple(_facts_call(f.ticker, metric, 3) for f in q.firms[:MAX_CALLS])
+        say = (
+            f"I'll fetch the {metric.label} of {firm_names(q.firms)} from their XBRL data, "
+            "one request per company, in parallel."
+        )
+        return Next(say, calls)
+    return _answer_or_unavailable(q, conv, answers.compare)
+
+
+def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
+    lines = [METRIC_BY_KEY[key] for key in BALANCE_SHEET]
+    first = lookup_step(q, conv) if len(q.firms) > 1 else None
+    if first is not None:
+        return first
+    if conv.can(FACTS) and not conv.done(FACTS):
+        say = (
+            f"{confirmed(q.firms, conv)}I'll fetch {q.firms[0].label}'s latest balance-sheet "
+            f"figures — {_labels(lines)} — in parallel."
+        )
+        return Next(say.strip(), tuple(_facts_call(q.firms[0].ticker, m, 2) for m in lines))
+    return _answer_or_unavailable(q, conv, answers.balance_sheet)
+
+
+def plan_rank(q: Question, conv: Conversation) -> Next | str:
+    metric = q.metrics[0]
+    year = q.span.calendar_year or q.span.fiscal_year or conv.today.year - 1
+    done = conv.done(FRAMES)
+    if conv.can(FRAMES) and not done:
+        return Next(_rank_say(metric, year), _frame_calls(metric, year))
+    if conv.can(FRAMES) and all(s.is_error for s in done) and len(done) == len(metric.concepts):
+        earlier = year - 1
+        say = f"SEC has no frame for CY{year} yet; I'll try calendar {earlier} instead."
+        return Next(say, _frame_calls(metric, earlier))
+    return _answer_or_unavailable(q, conv, answers.rank, FRAMES)
+
+
+def _rank_say(metric: Metric, year: int) -> str:
+    concepts = " and ".join(metric.concepts)
+    both = ", both in parallel, since companies use either" if len(metric.concepts) > 1 else ""
+    return (
+        f"I'll rank companies by {metric.label} for calendar {year} with SEC's XBRL frames "
+        f"({concepts}{both})."
+    )
+
+
+def _frame_calls(metric: Metric, year: int) -> tuple[Call, ...]:
+    period = f"CY{year}Q4I" if metric.instant else f"CY{year}"
+    return tuple(
+        Call(FRAMES, {"concept": c, "period": period, "unit": metric.unit, "limit": 10})
+        for c in metric.concepts
+    )
+
+
+def _answer_or_unavailable(
+    q: Question, conv: Conversation, write: answers.Writer, tool: str = FACTS
+) -> str:
+    if not conv.done(tool):
+        return unavailable(tool, "fetch the reported figures", conv)
+    return write(q, conv)

@@ -1,0 +1,209 @@
+"""From a question to what it asks: the kind of question, companies, forms, dates, metrics,
+the filing section, a search phrase. Rules, not a language model; the planner decides
+the tool calls from this."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gateway.demo.companies import CompanyIndex, Firm
+from gateway.demo.vocab import FORMS, METRICS, TOPICS, Metric, Topic
+
+__all__ = ["Intent", "Question", "Span", "understand"]
+
+Intent = Literal[
+    "help", "lookup", "unknown_company", "filings", "latest_filing", "section", "exec",
+    "metric", "trend", "compare", "balance_sheet", "rank", "full_text", "web",
+]  # fmt: skip
+NEEDS_FIRM: frozenset[Intent] = frozenset(
+    {"filings", "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet"}
+)
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
+_N = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
+_YEAR = r"((?:19|20)\d{2})"
+_CUES = {
+    "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
+    "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)",
+    "web": r"\bnews\b|\bweb\b|headlines?|articles?|\bonline\b|internet|press coverage",
+    "lookup": r"\bcik\b|\bticker\b|\bsymbol\b|which exchange|look ?up|\bidentif",
+    "rank": r"which compan|\btop \d|\brank|\blargest\b|\bbiggest\b|\bhighest\b|\bmost\b",
+    "balance_sheet": r"balance sheet|financial position",
+    "trend": r"\bgr[eo]wn?\b|growth|trend|history|historical|over (?:the|time)|evolv|"
+    r"year[- ]over[- ]year|by year|each year|\bchang|since",
+    "latest": r"\blatest\b|most recent|\blast\b|\bnewest\b|\brecent",
+    "read": r"\bsay\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|\bannounce",
+}
+CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
+
+
+@dataclass(frozen=True)
+class Span:
+    """The time a question is about."""
+
+    after: dt.date | None = None
+    before: dt.date | None = None
+    fiscal_year: int | None = None
+    calendar_year: int | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    intent: Intent
+    firms: tuple[Firm, ...] = ()
+    unknown: tuple[str, ...] = ()
+    forms: tuple[str, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    topic: Topic | None = None
+    span: Span = field(default_factory=Span)
+    phrase: str | None = None
+    limit: int | None = None
+
+
+def understand(
+    text: str, index: CompanyIndex, today: dt.date, earlier: tuple[str, ...] = ()
+) -> Question:
+    found = index.find(text)
+    firms, unknown = found.firms, found.unknown
+    metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
+    intent = _intent(text, bool(firms), metrics, topic, forms)
+    if intent in NEEDS_FIRM and not firms and not unknown:
+        firms = _firms_from(earlier, index)  # a follow-up: "and its net income?"
+    if intent in NEEDS_FIRM | {"lookup"} and not firms:
+        intent = "unknown_company" if unknown else "help"
+    if intent in ("metric", "trend") and len(firms) > 1:
+        intent = "compare"
+    if intent == "compare" and len(firms) < 2:
+        intent = "metric"
+    return Question(
+        text=text,
+        intent=intent,
+        firms=firms,
+        unknown=unknown,
+        forms=forms,
+        metrics=metrics,
+        topic=topic,
+        span=find_span(text, today),
+        phrase=find_phrase(text) if intent in ("full_text", "web") else None,
+        limit=find_limit(text),
+    )
+
+
+def _cue(name: str, text: str) -> bool:
+    return bool(CUES[name].search(text))
+
+
+def _intent(
+    text: str, has_firm: bool, metrics: tuple[Metric, ...], topic: Topic | None,
+    forms: tuple[str, ...],
+) -> Intent:  # fmt: skip
+    if _cue("help", text) and not (has_firm or metrics or topic or forms):
+        return "help"
+    if _cue("full_text", text):
+        return "full_text"
+    if _cue("web", text):
+        return "web"
+    if _cue("lookup", text) and not (metrics or topic or forms):
+        return "lookup"
+    if metrics and _cue("rank", text) and not has_firm:
+        return "rank"
+    if topic is not None:
+        return "exec" if topic.key == "exec" else "section"
+    return _figures_or_filings(text, has_firm, metrics, forms)
+
+
+def _figures_or_filings(
+    text: str, has_firm: bool, metrics: tuple[Metric, ...], forms: tuple[str, ...]
+) -> Intent:
+    if _cue("balance_sheet", text) or sum(m.instant for m in metrics) >= 2:
+        return "balance_sheet"
+    if metrics:
+        return _metric_intent(text, has_firm)
+    if forms or re.search(r"\bfil(?:ings?|ed)\b|\breports?\b|\bdocuments?\b", text, re.I):
+        latest = _cue("latest", text) and _cue("read", text) and not find_limit(text)
+        return "latest_filing" if len(forms) == 1 and latest else "filings"
+    return "filings" if has_firm else "help"
+
+
+def _metric_intent(text: str, has_firm: bool) -> Intent:
+    if not has_firm:
+        return "rank"
+    if re.search(r"\bcompar|\bvs\.?\s|\bversus\b|\bagainst\b", text, re.I):
+        return "compare"
+    return "trend" if CUES["trend"].search(text) else "metric"
+
+
+def _firms_from(earlier: tuple[str, ...], index: CompanyIndex) -> tuple[Firm, ...]:
+    for text in reversed(earlier):
+        firms = index.find(text).firms
+        if firms:
+            return firms
+    return ()
+
+
+def find_metrics(text: str) -> tuple[Metric, ...]:
+    found: list[tuple[int, Metric]] = []
+    rest = text
+    for metric in METRICS:
+        for match in metric.pattern.finditer(rest):
+            found.append((match.start(), metric))
+        rest = metric.pattern.sub(lambda m: " " * len(m.group()), rest)
+    unique = dict.fromkeys(m for _, m in sorted(found, key=lambda f: f[0]))
+    return tuple(unique)
+
+
+def find_topic(text: str) -> Topic | None:
+    return next((t for t in TOPICS if t.pattern.search(text)), None)
+
+
+def find_forms(text: str) -> tuple[str, ...]:
+    return tuple(form for form, pattern in FORMS if pattern.search(text))
+
+
+def _number(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
+
+
+def find_span(text: str, today: dt.date) -> Span:
+    def year(m: re.Match[str], group: int = 1) -> int:
+        return int(m.group(group))
+
+    if m := re.search(rf"\b(?:between|from)\s+{_YEAR}\s+(?:and|to|through|-)\s+{_YEAR}", text):
+        return Span(dt.date(year(m), 1, 1), dt.date(year(m, 2), 12, 31))
+    if m := re.search(rf"\b(?:since|from|starting(?: in)?)\s+{_YEAR}\b", text, re.I):
+        return Span(after=dt.date(year(m), 1, 1))
+    if m := re.search(rf"\bafter\s+{_YEAR}\b", text, re.I):
+        return Span(after=dt.date(year(m) + 1, 1, 1))
+    if m := re.search(rf"\b(?:before|prior to)\s+{_YEAR}\b", text, re.I):
+        return Span(before=dt.date(year(m) - 1, 12, 31))
+    if m := re.search(rf"\b(?:last|past)\s+{_N}\s+years?\b", text, re.I):
+        n = _number(m.group(1))
+        return Span(after=today.replace(year=today.year - n, day=min(today.day, 28)))
+    if m := re.search(rf"\b(?:CY|calendar(?: year)?)\s*{_YEAR}\b", text, re.I):
+        return Span(dt.date(year(m), 1, 1), dt.date(year(m), 12, 31), calendar_year=year(m))
+    if m := re.search(rf"\b(?:FY|fiscal(?: year)?)\s*'?{_YEAR}\b", text, re.I):
+        return Span(fiscal_year=year(m))
+    if m := re.search(rf"\b{_YEAR}\b", text):
+        y = year(m)
+        return Span(dt.date(y, 1, 1), dt.date(y, 12, 31), fiscal_year=y, calendar_year=y)
+    return Span()
+
+
+def find_phrase(text: str) -> str | None:
+    """The words to search for: a quoted phrase, or what follows "mention"/"news about"."""
+    if m := re.search(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]", text):
+        return m.group(1).strip()
+    after = r"(?:mention(?:s|ed|ing)?|news (?:about|on|for)|about|for|on)\s+(.+?)\s*(?:\?|$|\bin\b)"
+    if m := re.search(after, text, re.I):
+        return m.group(1).strip(" .?!")
+    return None
+
+
+def find_limit(text: str) -> int | None:
+    if m := re.search(rf"\b(?:last|latest|top|first|recent|newest)\s+{_N}\b(?![-\w])", text, re.I):
+        return _number(m.group(1))
+    return None
