@@ -198,3 +198,12 @@ def test_page_without_line_ends_cuts_at_a_space_or_hard() -> None:
     assert chunk.endswith(" ") and next_offset == len(chunk)
     solid = "x" * 3_000
     assert page(solid, 0, 1_000) == ("x" * 1_000, 1_000)
+
+
+def test_cells_and_rows_closed_implicitly_and_nested_tables() -> None:
+    html = (
+        "<TABLE><TR><TD>Revenue<TD>$<TD>100<TR><TD>Cost<TD>$<TD>40</TABLE>"
+        "<table><tr><td><table><tr><td>inner</td><td>cells</td></tr></table></td>"
+        "<td>outer</td></tr></table>"
+    )
+    assert html_to_text(html) == "Revenue | $100\nCost | $40\ninner cells | outer"

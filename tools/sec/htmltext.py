@@ -51,10 +51,12 @@ class _Extractor(HTMLParser):
             self._table_depth += 1
             self._break()
         elif self._table_depth == 1 and tag == "tr":
+            self._end_row()  # HTML 4 lets </tr> and </td> be left out
             self._row = []
         elif self._table_depth == 1 and tag in ("td", "th"):
+            self._end_cell()
             self._cell = []
-        elif tag in _BLOCK:
+        elif tag in _BLOCK or tag in ("td", "th"):  # cells of a nested table: spaced apart
             self._break()
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -70,7 +72,8 @@ class _Extractor(HTMLParser):
                     self._hidden_tag = None
             return
         if tag == "table":
-            self._end_row()
+            if self._table_depth == 1:  # a nested table ends inside the outer row
+                self._end_row()
             self._table_depth = max(0, self._table_depth - 1)
             self._break()
         elif self._table_depth == 1 and tag in ("td", "th"):
@@ -144,4 +147,4 @@ def html_to_text(html: str) -> str:
 
 def looks_like_html(text: str) -> bool:
     head = text[:2000].lower()
-    return "<html" in head or "<body" in head or "<div" in head or "<p>" in head
+    return any(tag in head for tag in ("<html", "<body", "<div", "<p>", "<table", "<font"))

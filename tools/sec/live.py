@@ -88,20 +88,20 @@ class LiveSec:
 
     async def _attempt(self, host: SecHost, path: str, params: dict[str, str] | None) -> bytes:
         url = self._bases[host] + path
-        async with self._limiter:
-            try:
-                async with self._session.get(
-                    url, params=params, headers=self._headers, timeout=self._timeout
-                ) as resp:
-                    body = await resp.read()
-                    status = resp.status
-            except TimeoutError:
-                raise SecError(
-                    f"SEC EDGAR did not answer within {self._timeout.total:g} s "
-                    f"({public_url(host, path)}); try again."
-                ) from None
-            except aiohttp.ClientError as exc:
-                raise SecError(f"Could not reach SEC EDGAR ({type(exc).__name__}: {exc}).") from exc
+        await self._limiter.acquire()
+        try:
+            async with self._session.get(
+                url, params=params, headers=self._headers, timeout=self._timeout
+            ) as resp:
+                body = await resp.read()
+                status = resp.status
+        except TimeoutError:
+            raise SecError(
+                f"SEC EDGAR did not answer within {self._timeout.total:g} s "
+                f"({public_url(host, path)}); try again."
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise SecError(f"Could not reach SEC EDGAR ({type(exc).__name__}: {exc}).") from exc
         if status == 200:
             return body
         raise _failure(host, path, status, body.decode("utf-8", errors="replace"))
