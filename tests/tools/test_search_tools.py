@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -134,6 +135,7 @@ class FakeExa:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.answer: tuple[int, Any] = (200, None)
+        self.stall_s = 0.0
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -144,6 +146,7 @@ class FakeExa:
         if request.headers.get("x-api-key") != "exa-test-key":
             return web.json_response({"error": "Invalid API key"}, status=401)
         self.bodies.append(await request.json())
+        await asyncio.sleep(self.stall_s)
         status, body = self.answer
         if body is None:
             body = {
@@ -169,7 +172,7 @@ async def exa(aiohttp_server: AiohttpServer) -> AsyncIterator[tuple[FakeExa, Too
     config = ToolsConfig(
         search_backend="exa", exa_api_key="exa-test-key", exa_base_url=str(server.make_url(""))
     )
-    async with open_toolset(config, timeout_s=5.0) as toolset:
+    async with open_toolset(config, timeout_s=3.0) as toolset:
         yield fake, toolset
 
 
@@ -218,6 +221,13 @@ async def test_exa_failures_are_errors_not_empty_results(
     fake.answer = answer
     message = await call_error(toolset, "web_search", query="anything")
     assert expected in message
+
+
+async def test_exa_timeout_is_an_error(exa: tuple[FakeExa, Toolset]) -> None:
+    fake, toolset = exa
+    fake.stall_s = 2.0
+    message = await call_error(toolset, "web_search", query="anything")
+    assert message == "Exa search timed out after 1 s."
 
 
 async def test_exa_wrong_key(aiohttp_server: AiohttpServer) -> None:
