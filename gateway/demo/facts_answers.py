@@ -188,27 +188,39 @@ def compare(q: Question, conv: Conversation) -> str:
     return "\n".join([*text, "", *failures] if failures else text)
 
 
+BALANCE_SHEET = (
+    ("total_assets", "Total assets"),
+    ("total_liabilities", "Total liabilities"),
+    ("stockholders_equity", "Stockholders' equity"),
+    ("cash_and_equivalents", "Cash and cash equivalents"),
+    ("long_term_debt", "Long-term debt"),
+)
+
+
 def balance_sheet(q: Question, conv: Conversation) -> str:
-    body, failures, company, cited = [], [], "", ""
-    for step in _series(conv):
-        s = as_series(step)
-        if s is None or not s.instant:
-            failures.append(_failed(step))
+    step = _series(conv)[0]
+    if step.is_error or not isinstance(step.data, dict):
+        return _failed(step)
+    metrics = step.data.get("metrics") if isinstance(step.data.get("metrics"), dict) else {}
+    company = step.data.get("company") if isinstance(step.data.get("company"), dict) else {}
+    assert isinstance(metrics, dict) and isinstance(company, dict)
+    body, cited = [], ""
+    for key, label in BALANCE_SHEET:
+        found = metrics.get(key)
+        latest = [r for r in found.get("latest") or [] if isinstance(r, dict)] if found else []
+        if not latest:
             continue
-        latest, prev = s.instant[0], s.instant[1] if len(s.instant) > 1 else None
-        company, cited = company or s.company, cited or _filing(latest, s.cik)
-        row = [_cap(_label(step)), money(latest["value"]), str(latest["end"])]
-        row += (
-            [money(prev["value"]), str(prev["end"]), change(latest["value"], prev["value"])]
-            if prev
-            else ["–", "–", "–"]
-        )
-        body.append(row)
+        row, prev = latest[0], latest[1] if len(latest) > 1 else None
+        cited = cited or _filing(row, company.get("cik"))
+        cells = [label, money(row["value"]), str(row["end"])]
+        if prev:
+            cells += [money(prev["value"]), str(prev["end"]), change(row["value"], prev["value"])]
+        body.append(cells if prev else [*cells, "–", "–", "–"])
     if not body:
-        return "\n\n".join(failures)
+        return f"{company.get('name', 'The company')} reports no balance-sheet values in XBRL."
     header = ["Item", "Latest", "As of", "Previous", "As of", "Change"]
-    intro = f"**{company}** balance sheet, latest reported values (from its {cited}):"
-    return "\n".join([intro, "", table(header, body), *failures])
+    intro = f"**{company.get('name')}** balance sheet, latest reported values (from its {cited}):"
+    return "\n".join([intro, "", table(header, body)])
 
 
 def rank(q: Question, conv: Conversation) -> str:

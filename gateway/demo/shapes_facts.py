@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from gateway.demo import facts_answers as answers
-from gateway.demo.common import Next, confirmed, firm_names, ident, lookup_step
+from gateway.demo.common import Next, firm_names, ident
 from gateway.demo.conversation import Conversation
 from gateway.demo.reply import Call
 from gateway.demo.shapes_filings import FILINGS, filings_call, unavailable
@@ -19,7 +19,6 @@ __all__ = ["plan_balance_sheet", "plan_compare", "plan_metric", "plan_rank", "pl
 
 FACTS = "get_sec_company_facts"
 FRAMES = "get_sec_xbrl_frames"
-BALANCE_SHEET = ("assets", "liabilities", "equity", "cash")
 MAX_CALLS = 8
 
 
@@ -96,16 +95,12 @@ def plan_compare(q: Question, conv: Conversation) -> Next | str:
 
 
 def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
-    lines = [METRIC_BY_KEY[key] for key in BALANCE_SHEET]
-    first = lookup_step(q, conv) if len(q.firms) > 1 else None
-    if first is not None:
-        return first
     if conv.can(FACTS) and not conv.done(FACTS):
         say = (
-            f"{confirmed(q.firms, conv)}I'll fetch {q.firms[0].label}'s latest balance-sheet "
-            f"figures — {_labels(lines)} — in parallel."
+            f"I'll fetch the key figures {q.firms[0].label} reports in XBRL; the summary "
+            "includes the latest balance-sheet values."
         )
-        return Next(say.strip(), tuple(_facts_call(q.firms[0].ticker, m, 2) for m in lines))
+        return Next(say, (Call(FACTS, {"company_identifier": q.firms[0].ticker}),))
     return _answer_or_unavailable(q, conv, answers.balance_sheet)
 
 

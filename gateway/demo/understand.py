@@ -38,6 +38,10 @@ _CUES = {
     "read": r"\bsay\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|\bannounce",
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
+_FOLLOW_UP = re.compile(
+    r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -69,10 +73,10 @@ def understand(
 ) -> Question:
     found = index.find(text)
     firms, unknown = found.firms, found.unknown
+    if not firms and not unknown and _FOLLOW_UP.search(text):
+        firms = _firms_from(earlier, index)  # "And its net income?"
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
     intent = _intent(text, bool(firms), metrics, topic, forms)
-    if intent in NEEDS_FIRM and not firms and not unknown:
-        firms = _firms_from(earlier, index)  # a follow-up: "and its net income?"
     if intent in NEEDS_FIRM | {"lookup"} and not firms:
         intent = "unknown_company" if unknown else "help"
     if intent in ("metric", "trend") and len(firms) > 1:

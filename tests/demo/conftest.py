@@ -1,0 +1,72 @@
+"""Fixtures for the demo model: a gateway on the demo upstream with the real offline tools,
+the demo app on its own, the company index, and the offline toolset to replay tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from pytest_aiohttp import AiohttpClient, AiohttpServer
+
+import gateway.demo.server as demo_server
+from gateway.app import create_app
+from gateway.demo import create_demo_app
+from gateway.demo.companies import CompanyIndex, load_index
+from gateway.settings import Settings
+from tools import ToolsConfig, Toolset, open_toolset
+
+Client = TestClient[Any, Any]
+DemoFactory = Callable[..., Awaitable[Client]]
+
+
+@pytest.fixture(scope="session")
+def index() -> CompanyIndex:
+    return asyncio.run(load_index())
+
+
+@pytest.fixture(autouse=True)
+def no_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway creates the demo app with the default pacing; tests run unpaced."""
+    monkeypatch.setattr(demo_server, "PACING_S", 0.0)
+
+
+def demo_settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "gateway_upstream": "demo",
+        "sec_source": "offline",
+        "search_backend": "offline",
+        "sdk_model": "claude-demo",
+        "sdk_max_turns": 10,
+        "gateway_resume_grace_s": 0.3,
+        "gateway_heartbeat_s": 5.0,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+@pytest.fixture
+async def make_demo_gateway(aiohttp_client: AiohttpClient) -> DemoFactory:
+    async def make(**overrides: Any) -> Client:
+        return await aiohttp_client(create_app(demo_settings(**overrides)))
+
+    return make
+
+
+@pytest.fixture
+async def demo_gateway(make_demo_gateway: DemoFactory) -> Client:
+    return await make_demo_gateway()
+
+
+@pytest.fixture
+async def demo_server_url(aiohttp_server: AiohttpServer) -> str:
+    server: TestServer = await aiohttp_server(create_demo_app(delay_s=0))
+    return str(server.make_url("")).rstrip("/")
+
+
+@pytest.fixture
+async def toolset() -> AsyncIterator[Toolset]:
+    async with open_toolset(ToolsConfig()) as opened:
+        yield opened
