@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-import pytest
+import pytest_asyncio
 
 from tests.browser.harness import (
     ARTIFACTS,
@@ -20,24 +20,48 @@ from tests.browser.harness import (
 from tests.fakes.anthropic import Reply
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Page, Request, ViewportSize
+    from playwright.async_api import Browser, Page, Playwright, Request, ViewportSize
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
+class Chromium:
+    """One Chromium for the session, relaunched if it went away (a crash then costs one
+    test, not every test after it)."""
+
+    def __init__(self, playwright: Playwright) -> None:
+        self.playwright = playwright
+        self.browser: Browser | None = None
+
+    async def get(self) -> Browser:
+        if self.browser is None or not self.browser.is_connected():
+            self.browser = await self.playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS
+            )
+        return self.browser
+
+
+# Session-wide, on the session's event loop; every browser test runs on that loop too
+# (harness.browser_test) and gets its own browser context, so nothing leaks between tests.
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def chromium() -> AsyncIterator[Chromium]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        holder = Chromium(playwright)
         try:
-            yield chromium
+            yield holder
         finally:
-            await chromium.close()
+            if holder.browser is not None and holder.browser.is_connected():
+                await holder.browser.close()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
+async def browser(chromium: Chromium) -> Browser:
+    return await chromium.get()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(browser: Browser) -> AsyncIterator[Page]:
     """A desktop-sized page. Fails the test on a script error or on any request that
     leaves loopback (the page must work with no internet: no CDN, no web fonts)."""
@@ -63,7 +87,7 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     assert not offsite, f"requests off loopback: {offsite}"
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def gateway_factory() -> AsyncIterator[StartGateway]:
     started: list[Gateway] = []
 

@@ -46,7 +46,7 @@ _HAVE_BROWSER = importlib.util.find_spec("playwright") is not None and os.access
 requires_browser = pytest.mark.skipif(
     not _HAVE_BROWSER, reason="needs the playwright package and /usr/bin/chromium"
 )
-browser_test = [pytest.mark.browser, requires_browser]
+browser_test = [pytest.mark.browser, requires_browser, pytest.mark.asyncio(loop_scope="session")]
 
 
 def is_loopback(url: str) -> bool:
@@ -196,6 +196,7 @@ async def stats(page: Page) -> dict[str, Any]:
     return value
 
 
-async def screenshot(page: Page, name: str) -> None:
+async def screenshot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """Save a screenshot to look at (tests/browser/artifacts, not committed)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)

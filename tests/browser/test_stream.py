@@ -178,3 +178,36 @@ async def test_assets_are_served(page: Page, gateway_factory: StartGateway, path
     response = await page.goto(gateway.page_url(path))
     assert response is not None and response.ok
     assert "javascript" in (await response.header_value("content-type") or "")
+
+
+async def test_max_turns_warning_and_outcome(page: Page, gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(
+        Reply(blocks=[Text("One more lookup."), ToolUse("echo", {"text": "again"})]),
+        Reply(blocks=[Text("Wrapping up with what I have.")]),
+    )
+    await open_playground(page, gateway)
+    await page.click(".options summary")
+    await page.fill("#max-turns", "1")
+    await ask(page, "Keep going")
+    assert await wait_for_outcome(page) == "max_turns"
+    warning = await page.inner_text("#timeline .tl-warning")
+    assert "max_turns" in warning
+    assert "max_turns" in await page.inner_text(".msg-assistant .notice-warning")
+    assert await page.inner_text(".tool .tool-status") == "error"  # answered "not run"
+    assert len(gateway.fake.requests) == 2  # one turn, then the wrap-up call
+    request = await page.evaluate("window.__playground.debugSnapshot().runs.at(-1).request")
+    assert request == {"query": "Keep going", "max_turns": 1}
+
+
+async def test_error_event_mid_stream(page: Page, gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(
+        Reply(blocks=[Text("Partial answer, then ", chunk=4)], error_after=5)
+    )
+    await open_playground(page, gateway)
+    await ask(page, "Fail halfway")
+    assert await wait_for_outcome(page) == "error"
+    assert "OVERLOADED_ERROR" in await page.inner_text(".msg-assistant .notice-error")
+    assert await streamed_text(page) == "Partial answer, then "[:8]
+    assert await page.inner_text("#run-details [data-field='state']") == "error"
+    assert await page.is_enabled("#btn-stream")
+    await screenshot(page, "desktop-error-event")
