@@ -13,6 +13,7 @@ from gateway.telemetry import configure_tracing
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per model call is noise
     settings = Settings()
     if settings.sec_source == "live" or settings.search_backend == "exa":
         settings.tools_config().check()  # refuse to start without a User-Agent or key
