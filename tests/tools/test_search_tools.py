@@ -108,6 +108,11 @@ async def test_punctuation_never_breaks_the_index(offline: Toolset, query: str) 
     assert web_result["count"] >= 0
 
 
+async def test_cik_filter_must_be_a_cik(offline: Toolset) -> None:
+    message = await call_error(offline, "search_sec_full_text", query="revenue", cik="Apple")
+    assert "cik must be a CIK number" in message
+
+
 async def test_query_without_words_is_a_clear_failure(offline: Toolset) -> None:
     for query in ("-", "*", "(", '""'):
         message = await call_error(offline, "web_search", query=query)

@@ -1,0 +1,1 @@
+"""SEC EDGAR: live and offline sources, the snapshot, and the SEC tools."""

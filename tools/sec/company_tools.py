@@ -129,17 +129,18 @@ class SearchFilings(Tool[FilingSearchInput]):
         }
         if found.pages_read:
             result["older_pages_read"] = found.pages_read
-        notes = list(found.notes)
-        if len(found.rows) > len(filings):
-            notes.append(
-                f"{len(found.rows) - len(filings)} more filings match; narrow the dates or "
-                "raise limit."
-            )
-        if not filings:
-            notes.append("No filing matches; check the form type or widen the dates.")
+        notes = found.notes + _notes(len(found.rows), len(filings))
         if notes:
             result["notes"] = notes
         return dump(result)
+
+
+def _notes(matched: int, shown: int) -> list[str]:
+    if not shown:
+        return ["No filing matches; check the form type or widen the dates."]
+    if matched > shown:
+        return [f"{matched - shown} more filings match; narrow the dates or raise limit."]
+    return []
 
 
 def _forms(filing_type: str | None) -> frozenset[str] | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tools.base import Tool, ToolContext, ToolInput
+from tools.base import Tool, ToolContext, ToolFailure, ToolInput
 from tools.common import dump, service
 from tools.sec.companies import parse_cik
 from tools.sec.source import SecSource, public_url
@@ -146,6 +146,8 @@ class SearchFullText(Tool[FullTextInput]):
     async def run(self, args: FullTextInput, ctx: ToolContext) -> str:
         backend = service(ctx, "sec_full_text", FullTextSearch)
         cik = parse_cik(args.cik) if args.cik else None
+        if args.cik and cik is None:
+            raise ToolFailure(f"cik must be a CIK number such as 320193, not {args.cik!r}.")
         query = FullTextQuery(
             query=args.query,
             forms=tuple(f.strip().upper() for f in args.forms or () if f.strip()),

@@ -88,11 +88,13 @@ class LiveSec:
 
     async def _attempt(self, host: SecHost, path: str, params: dict[str, str] | None) -> bytes:
         url = self._bases[host] + path
-        await self._limiter.acquire()
         try:
-            async with self._session.get(
-                url, params=params, headers=self._headers, timeout=self._timeout
-            ) as resp:
+            async with (
+                self._limiter,
+                self._session.get(
+                    url, params=params, headers=self._headers, timeout=self._timeout
+                ) as resp,
+            ):
                 body = await resp.read()
                 status = resp.status
         except TimeoutError:
