@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from aiohttp import web
 
 Host = Literal["www", "data", "efts"]
@@ -116,7 +117,7 @@ class FakeSec:
         taxonomy, concept, unit, period = path.removesuffix(".json").split("/")[-4:]
         rows, label = [], None
         for file in sorted((self.root / "data.sec.gov/api/xbrl/companyfacts").glob("*.json")):
-            facts = json.loads(file.read_bytes())
+            facts = orjson.loads(file.read_bytes())
             data = facts["facts"].get(taxonomy, {}).get(concept)
             if not data:
                 continue
