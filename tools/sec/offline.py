@@ -66,15 +66,16 @@ class OfflineSec:
         file = self._file(host, path)
         if file.is_file():
             return gzip.decompress(file.read_bytes())
-        container = self.manifest["embedded"].get(path)
-        if host == "www" and container:
-            return self._embedded(container, path.rsplit("/", 1)[-1])
-        raise SecNotFound(self._missing_message(host, path))
+        container = self.manifest["embedded"].get(path) if host == "www" else None
+        body = self._embedded(container, path.rsplit("/", 1)[-1]) if container else None
+        if body is None:
+            raise SecNotFound(self._missing_message(host, path))
+        return body
 
-    def _embedded(self, container: str, filename: str) -> bytes:
+    def _embedded(self, container: str, filename: str) -> bytes | None:
         raw = gzip.decompress(self._file("www", container).read_bytes()).decode("utf-8", "replace")
-        doc = next(d for d in split_submission(raw) if d.filename == filename)
-        return doc.body.encode()
+        doc = next((d for d in split_submission(raw) if d.filename == filename), None)
+        return doc.body.encode() if doc else None
 
     def _missing_message(self, host: SecHost, path: str) -> str:
         url = public_url(host, path)
