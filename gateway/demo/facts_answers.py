@@ -105,7 +105,7 @@ def trend(q: Question, conv: Conversation) -> str:
     lines = [f"**{main.company}** — {label}, fiscal years as reported (XBRL `{main.concept}`):"]
     lines += ["", _trend_table(annual, series, main.unit), "", _trend_summary(annual, main, label)]
     lines.append("")
-    if main.quarterly:
+    if main.quarterly and not q.span.before:
         quarter = main.quarterly[0]
         lines.append(
             f"Most recent quarter: {money(quarter['value'], main.unit)} "

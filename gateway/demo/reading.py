@@ -96,16 +96,23 @@ def read_say(candidate: Candidate, conv: Conversation, what: str) -> str:
     filing = f"the {candidate.form} filed {candidate.filed} (accession {candidate.accession})"
     previous = conv.steps[-1] if conv.steps else None
     if previous is not None and previous.name == READ and previous.is_error:
-        reason = error_of(previous).split(". ")[0].rstrip(".")
-        return f"That document could not be read ({reason}). I'll try {filing} instead."
+        return f"That document could not be read ({reason(previous)}). I'll try {filing} instead."
     return f"The most recent match is {filing}. I'll read {what}."
+
+
+def reason(step: Step) -> str:
+    """Why a read failed, in a few words ("it is not in the offline EDGAR snapshot")."""
+    text = error_of(step).removeprefix(str(step.input.get("url"))).split(". ")[0].strip(" .")
+    return f"it {text}" if text.startswith("is ") else text
 
 
 def failures(conv: Conversation) -> str:
     """Why the documents tried could not be read, one line each."""
-    return "\n".join(
-        f"- {s.input.get('url')}: {error_of(s)}" for s in conv.done(READ) if s.is_error
-    )
+    lines = []
+    for step in conv.done(READ):
+        if step.is_error:
+            lines.append(f"- {step.input.get('url')}: {reason(step)}.")
+    return "\n".join(lines)
 
 
 def candidate_for(url: str, candidates: list[Candidate]) -> Candidate | None:

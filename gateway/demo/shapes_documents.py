@@ -143,6 +143,8 @@ def _document_answer(
     company = _company_name(q, conv)
     found = read_doc(conv)
     if found is None:
+        if not candidates and conv.tools_off:
+            return f"I ran out of turns before I could find and read {what} for {company}."
         if not candidates:
             return f"I found no filing with {what} for {company}{span_text(q.span)}."
         tried = failures(conv)

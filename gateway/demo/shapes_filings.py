@@ -128,7 +128,7 @@ def filings_answer(step: Step, q: Question) -> str:
     company = step.data.get("company", {}) if isinstance(step.data, dict) else {}
     name = f"**{company.get('name', who)}** (CIK {company.get('cik', who)})"
     form = step.input.get("filing_type")
-    what = f"{form} filings" if form else "filings"
+    what = f"filings of form {form}" if form else "filings"
     span = _span_of(step)
     found = rows(step, "filings")
     notes = " ".join(str(n) for n in step.data.get("notes", [])) if found else ""

@@ -76,7 +76,14 @@ def understand(
     if not firms and not unknown and _FOLLOW_UP.search(text):
         firms = _firms_from(earlier, index)  # "And its net income?"
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
+    span = find_span(text, today)
     intent = _intent(text, bool(firms), metrics, topic, forms)
+    if (
+        intent == "metric"
+        and span.after
+        and (not span.before or span.before.year > span.after.year)
+    ):
+        intent = "trend"  # "revenue between 2019 and 2022", "since 2020"
     if intent in NEEDS_FIRM | {"lookup"} and not firms:
         intent = "unknown_company" if unknown else "help"
     if intent in ("metric", "trend") and len(firms) > 1:
@@ -91,7 +98,7 @@ def understand(
         forms=forms,
         metrics=metrics,
         topic=topic,
-        span=find_span(text, today),
+        span=span,
         phrase=find_phrase(text) if intent in ("full_text", "web") else None,
         limit=find_limit(text),
     )

@@ -24,7 +24,7 @@ _WORD = re.compile(r"\s*\S+\s*")
 
 def usage_of(request: dict[str, Any], reply: Reply) -> dict[str, int]:
     """Token counts of the size a real model would report: about four characters a token."""
-    sent = len(orjson.dumps(request))
+    sent = len(orjson.dumps({k: v for k, v in request.items() if k != "stream"}))
     produced = len(reply.text) + sum(len(orjson.dumps(c.input)) + 20 for c in reply.calls)
     return {
         "input_tokens": max(1, sent // 4),

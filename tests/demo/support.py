@@ -81,11 +81,16 @@ async def replay(run: Run, toolset: Toolset) -> list[str]:
     """The full results of the run's tool calls (events carry 2,000-character previews),
     checked against those previews so they are what the model saw."""
     outcomes: dict[str, str] = {}
+    executed = {e["tool"]["id"] for e in run.phase("tool_executing")}
     for use in run.uses:
         tool = use["tool"]
+        if tool["id"] not in executed:
+            continue  # answered "not run" at the turn limit; its error event says so
         ctx = ToolContext(tool_use_id=tool["id"], services=toolset.services)
         outcome = await toolset.registry.call(tool["name"], tool["input"], ctx)
         outcomes[tool["id"]] = outcome.content
+    for event in run.phase("tool_error"):
+        outcomes.setdefault(event["tool"]["id"], event["error"])
     for event in run.phase("tool_result"):
         assert outcomes[event["tool"]["id"]].startswith(event["preview"])
     for event in run.phase("tool_error"):
