@@ -15,6 +15,7 @@ from tests.browser.harness import (
     Gateway,
     StartGateway,
     is_loopback,
+    start_demo_gateway,
     start_gateway,
 )
 from tests.fakes.anthropic import Reply
@@ -91,8 +92,12 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
 async def gateway_factory() -> AsyncIterator[StartGateway]:
     started: list[Gateway] = []
 
-    async def start(*replies: Reply, **overrides: Any) -> Gateway:
-        gateway = await start_gateway(list(replies), **overrides)
+    async def start(*replies: Reply, demo: bool = False, **overrides: Any) -> Gateway:
+        """A gateway on the fake upstream scripted with `replies`, or on the demo model."""
+        if demo:
+            gateway = await start_demo_gateway(**overrides)
+        else:
+            gateway = await start_gateway(list(replies), **overrides)
         started.append(gateway)
         return gateway
 

@@ -158,6 +158,23 @@ async def start_gateway(replies: list[Reply], **overrides: Any) -> Gateway:
     return Gateway(str(server.make_url("/")), fake, gate, [fake_server, server])
 
 
+async def start_demo_gateway(**overrides: Any) -> Gateway:
+    """The gateway as `make run` starts it without a key: the offline demo model and the
+    real offline tools (bundled EDGAR snapshot, local search index)."""
+    values: dict[str, Any] = {
+        "gateway_upstream": "demo",
+        "sec_source": "offline",
+        "search_backend": "offline",
+        "sdk_model": "claude-demo",
+        "gateway_heartbeat_s": 5.0,
+    }
+    values.update(overrides)
+    app = create_app(Settings(_env_file=None, **values), metrics=Metrics(CollectorRegistry()))
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    return Gateway(str(server.make_url("/")), FakeAnthropic(), Gate(), [server])
+
+
 # ---------------------------------------------------------------- page helpers
 
 
