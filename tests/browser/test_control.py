@@ -137,3 +137,57 @@ async def test_stream_cut_mid_event_resumes_from_last_full_event(
     assert result["reconnects"] == 1 and result["duplicates"] == 0
     types = await page.evaluate("window.__playground.events().map(e => e.type)")
     assert types.count("turn_complete") == 2  # the cut one came back whole, once
+
+
+async def test_reattach_retries_then_gives_up_on_unknown_run(
+    page: Page, gateway_factory: StartGateway
+) -> None:
+    """Failed re-attach attempts are retried with backoff; a 404 (run expired) ends it."""
+    gateway = await gateway_factory(
+        Reply(blocks=[Text("Holding."), ToolUse("wait_for_gate", {"label": "retry"})]),
+        Reply(blocks=[Text("Released.")]),
+    )
+    attempts: list[str] = []
+
+    async def flaky(route: Route) -> None:
+        attempts.append(route.request.url)
+        if len(attempts) <= 2:
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    await page.route("**/api/stream/*", flaky)
+    await open_playground(page, gateway)
+    await ask(page, "Retry the re-attach")
+    await page.wait_for_selector(".tool[data-status='running']")
+    assert await page.evaluate("window.__playground.dropConnection()")
+    await page.wait_for_selector("#runbar[data-state='reconnecting']")
+    await page.wait_for_function("window.__playground.stats().reconnects === 1")
+    gateway.gate.opened.set()
+    assert await wait_for_outcome(page) == "completed"
+    assert len(attempts) == 3
+    assert await streamed_text(page) == "Holding.\n\nReleased."
+
+    # A run the server no longer knows: the page says so instead of retrying forever.
+    gateway.gate.opened.clear()
+    gateway.fake.add(
+        Reply(blocks=[Text("Again."), ToolUse("wait_for_gate", {"label": "gone"})]),
+    )
+    await page.unroute("**/api/stream/*")
+    await page.route(
+        "**/api/stream/*",
+        lambda route: route.fulfill(
+            status=404,
+            content_type="application/json",
+            body='{"error":{"code":"NOT_FOUND","message":"No run (unknown or expired)"}}',
+        ),
+    )
+    await ask(page, "Lose the run")
+    await page.wait_for_selector(
+        "#transcript > .msg-assistant:last-child .tool[data-status='running']"
+    )
+    assert await page.evaluate("window.__playground.dropConnection()")
+    assert await wait_for_outcome(page) == "error"
+    notice = await page.inner_text("#transcript > .msg-assistant:last-child .notice-error")
+    assert "NOT_FOUND" in notice and "no longer available" in notice
+    assert await page.is_enabled("#btn-stream")
