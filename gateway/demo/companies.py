@@ -12,7 +12,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from gateway.demo.vocab import ACRONYMS, ALIASES, STOPWORDS
+from gateway.demo.vocab import ACRONYMS, ALIASES, BRAND_WORDS, STOPWORDS
 from tools.sec.companies import CompanyDirectory, Listing, name_key
 from tools.sec.edgar import Edgar
 from tools.sec.offline import OfflineSec
@@ -117,7 +117,11 @@ class CompanyIndex:
             all(w.lower() in STOPWORDS for w in words) and words[-1].lower() not in _LEGAL
         ):
             return None
-        lowercase = len(gram) == 1 and phrase not in ALIASES and not _capitalised(gram[0])
+        single = len(gram) == 1
+        named = _capitalised(gram[-1]) and (before is not None or len(gram) > 1)
+        if key in BRAND_WORDS and not named:
+            return None  # "the target", "Block the ...": words, not Target Corp or Block, Inc.
+        lowercase = single and phrase not in ALIASES and not _capitalised(gram[0])
         if lowercase and key not in self.by_key:
             return None  # a lowercase word is a company only by its whole name ("tesla")
         return self.by_key.get(key) or self.by_prefix.get(key)

@@ -27,7 +27,8 @@ _N = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
 _YEAR = r"((?:19|20)\d{2})"
 _CUES = {
     "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
-    "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)",
+    "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)|"
+    r"\bsearch\b[^\"“']*[\"“']|\bfilings? (?:that )?(?:say|discuss|talk about|refer to)\b",
     "web": r"\bnews\b|\bweb\b|headlines?|articles?|\bonline\b|internet|press coverage",
     "lookup": r"\bcik\b|\bticker\b|\bsymbol\b|which exchange|look ?up|\bidentif",
     "rank": r"which compan|\btop \d|\brank|\blargest\b|\bbiggest\b|\bhighest\b|\bmost\b",

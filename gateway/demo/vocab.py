@@ -6,7 +6,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ACRONYMS", "ALIASES", "FORMS", "METRICS", "STOPWORDS", "TOPICS", "Metric", "Topic"]
+__all__ = [
+    "ACRONYMS",
+    "ALIASES",
+    "BRAND_WORDS",
+    "FORMS",
+    "METRICS",
+    "STOPWORDS",
+    "TOPICS",
+    "Metric",
+    "Topic",
+]
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,9 @@ ALIASES: dict[str, str] = {
     "nvidia": "nvidia", "tesla": "tesla", "apple": "apple", "microsoft": "microsoft",
 }  # fmt: skip
 
+# Companies named by an everyday word: they count only when capitalised mid-sentence.
+BRAND_WORDS = frozenset("target block visa snap match booking progressive".split())  # noqa: SIM905
+
 # Upper-case words of research questions that are not tickers.
 ACRONYMS = frozenset(
     """CIK SEC EPS CEO CFO COO CTO MD MDA US USA AI GAAP XBRL FY CY IPO ETF EDGAR API TTM YOY
@@ -125,29 +138,29 @@ ACRONYMS = frozenset(
 
 STOPWORDS = frozenset(
     """a an the and or of in on at to for from by with about as is are was were be been be do
-    does did has have had what which who whom whose how when where why can could would
-    should will shall may might must me my i we our you your it its their they them this
-    that these those there here all any each every some most more less least many much few
-    top best largest biggest highest lowest smallest first last latest recent recently
-    newest current next previous prior past since until between during over under after
-    before than then also only just please tell show find give list get fetch look search
-    summarize summarise summary describe explain compare comparison versus vs rank ranking
-    trend trends growth grow grown grew change changes changed history historical overview
-    report reports reported reporting filing filings filed file form forms annual
-    quarterly company companies firm firms business businesses corporation stock stocks
-    share shares price prices market markets revenue revenues sales income net profit
-    profits loss losses earnings margin assets asset liabilities liability equity debt
-    cash flow flows operating operations expenses expense dividend dividends risk risks
-    factor factors section item items mention mentions mentioned mentioning news article
-    articles web internet online press release releases executive executives officer
-    officers director directors board management discussion analysis results quarter
-    quarters year years fiscal calendar month months week weeks day days today yesterday
-    new old big small high low good bad up down ago supply chain climate change ai data
-    cloud chip chips energy oil gas health bank banks financial capital global general
-    american united national international public digital first target block news visa
-    snap match booking progressive air waste realty southern research development legal
-    proceedings lawsuit litigation cybersecurity sheet balance number numbers figure
-    figures value values total overall key main other same different per basic diluted q1
-    q2 q3 q4 fy cy info information details detail anything something hello hi hey thanks
-    thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called""".split()  # noqa: SIM905
+ does did has have had what which who whom whose how when where why can could would
+ should will shall may might must me my i we our you your it its their they them this
+ that these those there here all any each every some most more less least many much few
+ top best largest biggest highest lowest smallest first last latest recent recently
+ newest current next previous prior past since until between during over under after
+ before than then also only just please tell show find give list get fetch look search
+ summarize summarise summary describe explain compare comparison versus vs rank ranking
+ trend trends growth grow grown grew change changes changed history historical overview
+ report reports reported reporting filing filings filed file form forms annual
+ quarterly company companies firm firms business businesses corporation stock stocks
+ share shares price prices market markets revenue revenues sales income net profit
+ profits loss losses earnings margin assets asset liabilities liability equity debt
+ cash flow flows operating operations expenses expense dividend dividends risk risks
+ factor factors section item items mention mentions mentioned mentioning news article
+ articles web internet online press release releases executive executives officer
+ officers director directors board management discussion analysis results quarter
+ quarters year years fiscal calendar month months week weeks day days today yesterday
+ new old big small high low good bad up down ago supply chain climate change ai data
+ cloud chip chips energy oil gas health bank banks financial capital global general
+ american united national international public digital first news
+ air waste realty southern research development legal
+ proceedings lawsuit litigation cybersecurity sheet balance number numbers figure
+ figures value values total overall key main other same different per basic diluted q1
+ q2 q3 q4 fy cy info information details detail anything something hello hi hey thanks
+ thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called""".split()  # noqa: SIM905
 )

@@ -1,0 +1,138 @@
+"""Reading questions: companies, intents, forms, dates, metrics, topics."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+import gateway.demo
+from gateway.demo.companies import CompanyIndex
+from gateway.demo.understand import Question, Span, understand
+
+TODAY = dt.date(2026, 11, 22)
+QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
+
+
+def read(index: CompanyIndex, text: str, earlier: tuple[str, ...] = ()) -> Question:
+    return understand(text, index, TODAY, earlier)
+
+
+def tickers(q: Question) -> list[str]:
+    return [f.ticker for f in q.firms]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Find Tesla's 10-K filings", ["TSLA"]),
+        ("tesla filings", ["TSLA"]),
+        ("Show TSLA and $NVDA revenue", ["TSLA", "NVDA"]),
+        ("Filings of CIK 320193", ["AAPL"]),
+        ("What about CIK0001045810?", ["NVDA"]),
+        ("Google's revenue", ["GOOGL"]),
+        ("Any news on Meta and JPMorgan?", ["META", "JPM"]),
+        ("Compare Marvell with Snowflake", ["MRVL", "SNOW"]),
+        ("Target's revenue", []),  # a sentence's first word: maybe just a word
+        ("Compare Target and Walmart revenue", ["TGT", "WMT"]),
+        ("What is the target revenue for this block of news?", []),
+        ("What is the CIK of Apple Inc.?", ["AAPL"]),
+        ("Which companies reported the most revenue in CY2023?", []),
+        ("What was the EPS of the SEC in FY2024?", []),
+    ],
+)
+def test_companies(index: CompanyIndex, text: str, expected: list[str]) -> None:
+    assert tickers(read(index, text)) == expected
+
+
+def test_unknown_names(index: CompanyIndex) -> None:
+    q = read(index, "Find 10-K filings of Zyxwv Rockets")
+    assert q.firms == () and q.unknown == ("Zyxwv Rockets",)
+    assert q.intent == "unknown_company"
+
+
+def test_label_keeps_the_name_as_written(index: CompanyIndex) -> None:
+    [tesla, nvidia] = read(index, "tesla and NVDA").firms
+    assert tesla.label == "Tesla" and nvidia.label == "NVIDIA"
+    [meta] = read(index, "Meta").firms
+    assert meta.label == "Meta Platforms" and meta.cik == 1326801
+
+
+def test_examples_in_questions_md(index: CompanyIndex) -> None:
+    rows = re.findall(r"^\| \d+ \| [^|]+ \| `(\w+)` \| ([^|]+) \|", QUESTIONS_MD.read_text(), re.M)
+    assert len(rows) >= 12
+    for intent, example in rows:
+        assert read(index, example.strip()).intent == intent, example
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Tesla 10-K since 2020", Span(after=dt.date(2020, 1, 1))),
+        ("Tesla 10-K after 2020", Span(after=dt.date(2021, 1, 1))),
+        ("Tesla 10-K before 2018", Span(before=dt.date(2017, 12, 31))),
+        (
+            "Tesla 8-Ks between 2019 and 2022",
+            Span(dt.date(2019, 1, 1), dt.date(2022, 12, 31)),
+        ),
+        ("Tesla 8-Ks over the last 3 years", Span(after=dt.date(2023, 11, 22))),
+        ("Apple revenue in fiscal 2024", Span(fiscal_year=2024)),
+        ("Apple revenue FY2024", Span(fiscal_year=2024)),
+        (
+            "Most revenue in CY2023",
+            Span(dt.date(2023, 1, 1), dt.date(2023, 12, 31), calendar_year=2023),
+        ),
+        (
+            "Tesla 8-Ks in 2024",
+            Span(dt.date(2024, 1, 1), dt.date(2024, 12, 31), 2024, 2024),
+        ),
+        ("Tesla filings", Span()),
+    ],
+)
+def test_spans(index: CompanyIndex, text: str, span: Span) -> None:
+    assert read(index, text).span == span
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "detail"),
+    [
+        ("What did Tesla's latest 8-K say?", "latest_filing", "8-K"),
+        ("List Tesla's last 5 8-K filings", "filings", "8-K"),
+        ("Show Apple's annual reports", "filings", "10-K"),
+        ("Summarize Apple's management's discussion and analysis", "section", "Item 7"),
+        ("What are NVIDIA's biggest risks?", "section", "Item 1A"),
+        ("Did NVIDIA appoint a new CFO?", "exec", "Item 5.02"),
+        ("What was Apple's operating income?", "metric", "operating_income"),
+        ("Apple's earnings per share over time", "trend", "eps"),
+        ("Apple's revenue since 2020", "trend", "revenue"),
+        ("Apple vs NVIDIA net income", "compare", "net_income"),
+        ("Apple total assets and liabilities", "balance_sheet", "assets"),
+        ("Which companies had the highest net income in 2024?", "rank", "net_income"),
+        ("Look up the ticker for Snowflake", "lookup", ""),
+        ('Search filings for "export controls"', "full_text", "export controls"),
+        ("Latest news on Tesla", "web", ""),
+        ("hello", "help", ""),
+        ("Tell me a joke", "help", ""),
+    ],
+)
+def test_intents(index: CompanyIndex, text: str, intent: str, detail: str) -> None:
+    q = read(index, text)
+    assert q.intent == intent
+    details = [*q.forms, *(m.key for m in q.metrics), q.phrase or ""]
+    if q.topic:
+        details.append(q.topic.section)
+    assert not detail or detail in details
+
+
+def test_limit(index: CompanyIndex) -> None:
+    assert read(index, "List Tesla's last 5 8-K filings").limit == 5
+    assert read(index, "Tesla's latest 8-K").limit is None
+
+
+def test_follow_up_takes_the_earlier_company(index: CompanyIndex) -> None:
+    q = read(index, "And its net income?", ("How has NVIDIA's revenue grown?",))
+    assert q.intent == "metric" and tickers(q) == ["NVDA"]
+    fresh = read(index, "Which filings mention 'tariffs'?", ("How has NVIDIA's revenue grown?",))
+    assert fresh.firms == () and fresh.phrase == "tariffs"
