@@ -39,6 +39,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+PLAYGROUND = Path(__file__).resolve().parents[2] / "playground"
 XSS_IMG = "<img src=x onerror=window.__xss=1>"
 XSS_SCRIPT = "<script>window.__xss=2</script>"
 

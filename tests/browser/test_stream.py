@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from tests.browser.harness import (
+    PLAYGROUND,
     StartGateway,
     ask,
     browser_test,
@@ -172,12 +171,16 @@ async def test_exports_transcript_html_and_debug_json(
     assert debug["health"]["upstream"] == "anthropic"
 
 
-@pytest.mark.parametrize("path", ["/playground/app.js", "/playground/markdown.js"])
-async def test_assets_are_served(page: Page, gateway_factory: StartGateway, path: str) -> None:
+async def test_every_asset_is_served(page: Page, gateway_factory: StartGateway) -> None:
+    """The page's own files, with the types a browser insists on for modules and CSS."""
     gateway = await gateway_factory()
-    response = await page.goto(gateway.page_url(path))
-    assert response is not None and response.ok
-    assert "javascript" in (await response.header_value("content-type") or "")
+    files = sorted(path.name for path in PLAYGROUND.glob("*.*") if path.suffix != ".md")
+    assert {"index.html", "app.js", "style.css", "markdown.js"} <= set(files)
+    expected = {".js": "javascript", ".css": "text/css", ".html": "text/html"}
+    for name in files:
+        response = await page.request.get(gateway.page_url(f"/playground/{name}"))
+        assert response.ok, name
+        assert expected[Path(name).suffix] in response.headers["content-type"], name
 
 
 async def test_max_turns_warning_and_outcome(page: Page, gateway_factory: StartGateway) -> None:

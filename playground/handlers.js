@@ -1,0 +1,163 @@
+// One handler per event `type` (and one per tool-call phase). `dispatch` de-duplicates by
+// `seq`, records the event, and hands it to its handler.
+
+import { formatMs } from './dom.js';
+import { showUpstream } from './health.js';
+import { tokensText } from './panels.js';
+import { followBottom, log, state, status, timeline } from './page.js';
+
+function turnText(run) {
+  return run.maxTurns ? `${run.turn} / ${run.maxTurns}` : String(run.turn);
+}
+
+function addUsage(run, usage) {
+  for (const key of Object.keys(run.usage)) run.usage[key] += usage?.[key] ?? 0;
+  status.set({ tokens: tokensText(run.usage) });
+}
+
+export function setTrace(run, traceId) {
+  if (!traceId || traceId === run.traceId) return;
+  run.traceId = traceId;
+  status.setTrace(traceId);
+}
+
+/** Tool calls, by phase; `tool.id` ties the phases of one call together. */
+const toolPhases = {
+  tool_start(run, ev, card) {
+    run.toolCalls += 1;
+    status.set({ tool_calls: run.toolCalls });
+    timeline.add('tool', card.name, 'started', { key: ev.tool.id, target: card.el, status: 'started' });
+  },
+  tool_input_delta(run, ev, card) {
+    card.inputDelta(ev.partial_json);
+  },
+  tool_use(run, ev, card) {
+    card.use(ev.tool);
+  },
+  tool_executing(run, ev, card) {
+    card.executing(ev.tool);
+    run.view.setWaiting('running tools…');
+    timeline.update(ev.tool.id, { detail: 'running', status: 'running' });
+  },
+  tool_result(run, ev, card) {
+    card.result(ev);
+    timeline.update(ev.tool.id, { detail: `ok · ${formatMs(ev.duration_ms)}`, status: 'ok' });
+  },
+  tool_error(run, ev, card) {
+    card.error(ev);
+    timeline.update(ev.tool.id, { detail: `error · ${String(ev.error ?? '').slice(0, 80)}`, status: 'error' });
+  },
+};
+
+const handlers = {
+  system_info(run, ev) {
+    run.runId = ev.run_id;
+    if (ev.session_id) state.sessionId = ev.session_id;
+    if (ev.upstream) showUpstream(ev.upstream);
+    setTrace(run, ev.trace_id);
+    status.set({ state: 'streaming', run_id: ev.run_id, session_id: ev.session_id });
+    run.view.setWaiting('the model is working…');
+    timeline.add('info', 'Started', [ev.model, ev.upstream, `${ev.tools ?? '?'} tools`].filter(Boolean).join(' · '));
+  },
+  turn_start(run, ev) {
+    run.view.endText();
+    run.turn = ev.turn;
+    run.maxTurns = ev.max_turns ?? run.maxTurns;
+    status.set({ turn: turnText(run) });
+    run.view.setWaiting('the model is working…');
+    timeline.add('turn', `Turn ${turnText(run)}`, 'model call');
+  },
+  thinking_start(run, ev) {
+    const block = run.view.startThinking(ev.turn);
+    timeline.add('thinking', 'Thinking', 'live…', { key: `thinking-${ev.seq}`, target: block.el });
+    run.thinkingKey = `thinking-${ev.seq}`;
+  },
+  thinking(run, ev) {
+    run.view.appendThinking(ev.text ?? '');
+  },
+  thinking_signature(run) {
+    run.view.signThinking();
+  },
+  thinking_complete(run) {
+    run.view.endThinking();
+    timeline.update(run.thinkingKey, { detail: 'done', status: 'ok' });
+  },
+  delta(run, ev) {
+    run.view.appendText(ev.text ?? '');
+  },
+  tool_call(run, ev) {
+    const card = run.view.tool(ev.tool ?? { id: `unknown-${ev.seq}` });
+    const phase = toolPhases[ev.phase];
+    if (phase) phase(run, ev, card);
+    else timeline.add('warning', 'Unknown tool phase', String(ev.phase));
+  },
+  turn_complete(run, ev) {
+    run.view.endText();
+    addUsage(run, ev.usage);
+    const detail = [ev.stop_reason, `${ev.tool_count ?? 0} tools`, tokensText(ev.usage)].join(' · ');
+    timeline.add('turn-done', `Turn ${ev.turn} done`, detail);
+  },
+  warning(run, ev) {
+    timeline.add('warning', `Warning: ${ev.code}`, ev.message ?? '', { status: 'warning' });
+    run.view.notice('warning', ev.code ?? 'warning', ev.message ?? '');
+  },
+  final(run, ev) {
+    run.terminal = ev;
+    run.durationMs = ev.duration_ms ?? performance.now() - run.startedAt;
+    if (ev.session_id) state.sessionId = ev.session_id;
+    setTrace(run, ev.trace_id);
+    if (!run.view.rawText() && ev.result) run.view.appendText(ev.result);
+    const usage = ev.usage ?? run.usage;
+    run.view.finish({
+      state: 'done',
+      outcome: ev.outcome,
+      traceId: run.traceId,
+      facts: [formatMs(run.durationMs), `${ev.turns ?? run.turn} turns`, `${ev.tool_calls ?? run.toolCalls} tool calls`, tokensText(usage)],
+    });
+    status.set({
+      state: 'done',
+      outcome: ev.outcome,
+      stop_reason: ev.stop_reason,
+      tokens: tokensText(usage),
+      tool_calls: ev.tool_calls ?? run.toolCalls,
+      elapsed: formatMs(run.durationMs),
+    });
+    timeline.add('final', `Finished: ${ev.outcome}`, `${formatMs(run.durationMs)} · ${ev.turns ?? run.turn} turns`, { status: ev.outcome === 'completed' ? 'ok' : 'warning' });
+  },
+  error(run, ev) {
+    run.terminal = ev;
+    run.error = ev.error;
+    fail(run, ev.error);
+  },
+};
+
+/** Show a failure in the message, the status and the timeline, and end the run's view. */
+export function fail(run, error) {
+  run.error = error;
+  run.view.showError(error);
+  run.view.finish({ state: 'error', outcome: 'error', traceId: run.traceId, facts: [error?.code, formatMs(performance.now() - run.startedAt)] });
+  status.set({ state: 'error', outcome: error?.code ?? 'error' });
+  timeline.add('error', `Error: ${error?.code ?? 'error'}`, error?.message ?? '', { status: 'error' });
+}
+
+export function dispatch(run, ev) {
+  if (typeof ev.seq === 'number') {
+    if (ev.seq <= run.lastSeq) {
+      run.duplicates += 1;
+      log.meta(`skipped duplicate seq ${ev.seq}`);
+      return;
+    }
+    if (run.lastSeq && ev.seq !== run.lastSeq + 1) {
+      timeline.add('warning', 'Gap in the event stream', `seq ${run.lastSeq} → ${ev.seq}`, { status: 'warning' });
+    }
+    run.lastSeq = ev.seq;
+  }
+  run.failures = 0;
+  run.runId ??= ev.run_id ?? null;
+  run.events.push(ev);
+  log.event(ev);
+  const handler = handlers[ev.type];
+  if (handler) handler(run, ev);
+  else timeline.add('warning', 'Unknown event', String(ev.type));
+  followBottom();
+}
