@@ -1,0 +1,122 @@
+"""Case 1 (relay cost) and the read-path half of case 6: CPU per relayed event in the
+process under test, for every system, measured in alternation in the same run.
+
+(a) burst: one run, 20,000 text deltas, as fast as the upstream can send;
+(b) paced: 50 concurrent runs at 50 deltas/s each, so every event arrives in its own read;
+(c) run start: many one-delta runs, CPU per run (request, upstream call, setup, teardown).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from bench.common import median
+from bench.run import SYSTEMS, Bench, Row
+from bench.script import Scenario
+
+BURST = 20_000
+PACED_STREAMS = 50
+PACED_RATE = 50.0
+
+
+async def relay_cost(bench: Bench) -> None:
+    reps = bench.pick(1, 3)
+    paced_s = bench.pick(3.0, 8.0)
+    starts = bench.pick(100, 300)
+    regimes: dict[str, tuple[Scenario, dict[str, Any]]] = {
+        "a": (Scenario(n=BURST), {}),
+        "b": (
+            Scenario(n=int(PACED_RATE * paced_s), rate=PACED_RATE),
+            {"streams": PACED_STREAMS, "ramp_s": 1.0},
+        ),
+        "c": (Scenario(n=1), {"streams": starts, "ramp_s": starts / 100}),
+    }
+    per_event: dict[str, dict[str, list[float]]] = {r: {s: [] for s in SYSTEMS} for r in regimes}
+    rates: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+    errors: dict[str, int] = dict.fromkeys(SYSTEMS, 0)
+    async with contextlib.AsyncExitStack() as stack:
+        procs = {name: await stack.enter_async_context(bench.system(name)) for name in SYSTEMS}
+        for regime, (scenario, kwargs) in regimes.items():
+            for rep in range(reps):
+                order = list(SYSTEMS)[rep:] + list(SYSTEMS)[:rep]  # spread any drift
+                for name in order:
+                    cpu, result = await bench.cpu_of(procs[name], scenario, **kwargs)
+                    errors[name] += result["errors"]
+                    count = result["streams"] if regime == "c" else max(1, result["deltas"])
+                    per_event[regime][name].append(cpu / count * 1e6)
+                    if regime == "a":
+                        rates[name].append(result["deltas"] / result["wall_s"])
+    bench.details["relay"] = {
+        "per_event_us": per_event,
+        "burst_rate": rates,
+        "errors": errors,
+        "reps": reps,
+        "paced_s": paced_s,
+        "starts": starts,
+    }
+    _rows(bench, per_event, paced_s)
+
+
+def _ratio(values: dict[str, list[float]], name: str, ref: str) -> float:
+    return median([v / r for v, r in zip(values[name], values[ref], strict=True)])
+
+
+def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: float) -> None:
+    titles = {
+        "a": f"1a CPU per relayed event, burst ({BURST:,} deltas, one run)",
+        "b": f"1b CPU per relayed event, paced ({PACED_STREAMS} runs x {PACED_RATE:g}/s "
+        f"x {paced_s:g} s, one event per read)",
+    }
+    for regime, title in titles.items():
+        values = per_event[regime]
+        gateway = median(values["gateway"])
+        for ref, limit, label in (
+            ("relay-raw", 2.0, "<= 2x"),
+            ("relay-sdk-events", 1 / 3, "<= 1/3"),
+        ):
+            ratio = _ratio(values, "gateway", ref)
+            bench.add(
+                Row(
+                    f"1{regime}",
+                    title,
+                    gateway,
+                    "us",
+                    ref,
+                    median(values[ref]),
+                    f"{label} {ref}",
+                    ratio <= limit,
+                    ratio=ratio,
+                )
+            )
+        bench.add(
+            Row(
+                f"6{regime}",
+                title.replace(f"1{regime} ", "") + ", SDK helper read path",
+                median(values["gateway-sdk-helper"]),
+                "us",
+                "gateway",
+                gateway,
+                ratio=_ratio(values, "gateway-sdk-helper", "gateway"),
+            )
+        )
+    starts = per_event["c"]
+    for ref in ("relay-raw", "relay-sdk-events"):
+        ratio = _ratio(starts, "gateway", ref)
+        title = "1c CPU per run (start, upstream call, end)"
+        bench.add(
+            Row("1c", title, median(starts["gateway"]), "us", ref, median(starts[ref]), ratio=ratio)
+        )
+
+
+def relay_table(bench: Bench) -> list[list[str]]:
+    """Case 1 per system: the medians behind the summary rows."""
+    data = bench.details["relay"]
+    rows = []
+    for name in SYSTEMS:
+        a, b, c = (median(data["per_event_us"][r][name]) for r in "abc")
+        rate = median(data["burst_rate"][name])
+        rows.append(
+            [name, f"{a:.2f}", f"{b:.1f}", f"{c:.0f}", f"{rate:,.0f}", str(data["errors"][name])]
+        )
+    return rows

@@ -1,0 +1,55 @@
+"""Small helpers every bench process uses: limits, /proc readings, statistics."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+from collections.abc import Sequence
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile(want: int = 65_536) -> int:
+    """Lift the open-files soft limit as far as the hard limit allows; returns it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
+
+
+def rss_kb(pid: int | str = "self") -> int:
+    """Resident set size (VmRSS) in KiB, 0 if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_s(pid: int | str = "self") -> float:
+    """User + system CPU seconds of a process (all its threads), from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of unsorted values; nan when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]

@@ -1,0 +1,57 @@
+"""The SDK's stream helper (`client.messages.stream(...)`) as the gateway's read path, for
+the comparison in case 6. It satisfies the gateway's `ModelClient` protocol: the helper
+parses, builds its event objects and accumulates its snapshot (tool input re-parsed on
+every fragment); the raw events are handed to the gateway as plain dicts, text and tool
+input deltas through a hand-written fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+
+from gateway.errors import UpstreamFailure
+from gateway.model import status_failure
+
+_PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
+
+
+class HelperModel:
+    def __init__(self, client: anthropic.AsyncAnthropic) -> None:
+        self._client = client
+
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async with self._client.messages.stream(**params) as stream:
+                async for event in stream:
+                    raw = as_raw(event)
+                    if raw is not None:
+                        yield raw
+        except anthropic.APIStatusError as exc:
+            raise status_failure(exc) from exc
+        except anthropic.APIConnectionError as exc:
+            raise UpstreamFailure("NETWORK_ERROR", str(exc), retryable=True) from exc
+
+
+def as_raw(event: Any) -> dict[str, Any] | None:
+    """The raw Messages event as a dict; None for the helper's derived events."""
+    kind = event.type
+    if kind == "content_block_delta":
+        delta = event.delta
+        if delta.type == "text_delta":
+            body: dict[str, Any] = {"type": "text_delta", "text": delta.text}
+        elif delta.type == "input_json_delta":
+            body = {"type": "input_json_delta", "partial_json": delta.partial_json}
+        else:
+            body = delta.to_dict()
+        return {"type": kind, "index": event.index, "delta": body}
+    if kind == "content_block_stop":
+        return {"type": kind, "index": event.index}
+    if kind == "message_stop":
+        return {"type": kind}
+    if kind in _PASSED:
+        result: dict[str, Any] = event.to_dict()
+        return result
+    return None

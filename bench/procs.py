@@ -1,0 +1,156 @@
+"""Starting, pinning, probing and stopping the bench's processes.
+
+Systems under test (gateway, relays) are pinned to one core, the upstream, the load
+client and this orchestrator to another, when the machine lets this process use two.
+Children get a clean environment: no `ANTHROPIC_*`, `GATEWAY_*`, `OTEL_*`, `REDIS_URL`...
+so nothing outside the bench configures them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import aiohttp
+
+from bench.common import cpu_s, rss_kb
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "bench" / "results"
+_DROPPED = ("ANTHROPIC_", "GATEWAY_", "SDK_", "OTEL_", "REDIS_", "SEC_", "SEARCH_", "EXA_")
+
+
+@dataclass(frozen=True)
+class Cores:
+    server: frozenset[int] | None
+    load: frozenset[int] | None
+    allowed: frozenset[int]
+
+    @classmethod
+    def plan(cls) -> Cores:
+        allowed = sorted(os.sched_getaffinity(0))
+        if len(allowed) < 2:
+            return cls(None, None, frozenset(allowed))
+        return cls(frozenset({allowed[1]}), frozenset({allowed[0]}), frozenset(allowed))
+
+    def describe(self) -> str:
+        if self.server is None or self.load is None:
+            return "not pinned (only one core available)"
+        return (
+            f"system under test on core {min(self.server)}; upstream, load client and "
+            f"orchestrator on core {min(self.load)} (`os.sched_setaffinity`)"
+        )
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
+    for name in ("REDIS_URL", "HOST", "PORT"):
+        env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def _log_file(name: str) -> BinaryIO:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    return (LOGS / f"{name}.log").open("ab")
+
+
+def pin(pid: int, cores: frozenset[int] | None) -> None:
+    if cores is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(pid, cores)
+
+
+class Proc:
+    """A child that prints `READY <port>` once it listens on 127.0.0.1."""
+
+    def __init__(self, name: str, process: asyncio.subprocess.Process, port: int) -> None:
+        self.name = name
+        self.process = process
+        self.port = port
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @classmethod
+    async def start(cls, name: str, args: list[str], cores: frozenset[int] | None) -> Proc:
+        with _log_file(name) as log:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log,
+                env=child_env(),
+                cwd=ROOT,
+            )
+        pin(process.pid, cores)
+        assert process.stdout is not None
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), 60)
+        except TimeoutError:
+            process.kill()
+            raise RuntimeError(f"{name} did not start; see {LOGS / name}.log") from None
+        if not line.startswith(b"READY "):
+            raise RuntimeError(f"{name} did not start: {line!r}; see {LOGS / name}.log")
+        return cls(name, process, int(line.split()[1]))
+
+    async def stats(self, session: aiohttp.ClientSession, reset: bool = False) -> dict[str, Any]:
+        path = "/stats" if self.name == "upstream" else "/_bench/stats"
+        async with session.get(self.url + path, params={"reset": "1" if reset else "0"}) as r:
+            data: dict[str, Any] = await r.json(content_type=None)
+            return data
+
+    def rss_kb(self) -> int:
+        return rss_kb(self.pid)
+
+    def cpu_s(self) -> float:
+        return cpu_s(self.pid)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(self.process.wait(), 15)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+async def run_load(spec: dict[str, Any], cores: frozenset[int] | None) -> dict[str, Any]:
+    """One load-client process; its JSON result."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.load",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
+        cwd=ROOT,
+    )
+    pin(process.pid, cores)
+    limit = float(spec.get("deadline_s", 60)) + float(spec.get("ramp_s", 0)) + 30
+    try:
+        out, err = await asyncio.wait_for(process.communicate(json.dumps(spec).encode()), limit)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise RuntimeError("the load client did not finish in time") from None
+    if process.returncode != 0:
+        raise RuntimeError(f"load client failed: {err.decode()[-2000:]}")
+    result: dict[str, Any] = json.loads(out)
+    return result

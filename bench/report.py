@@ -1,0 +1,240 @@
+"""BENCH.md from one bench run: the summary table, per-case tables, the machine, the
+commands, how processes were pinned, and the notes in `bench/notes.md`."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from bench.case_relay import relay_table
+from bench.case_streams import streams_table
+from bench.procs import ROOT, Cores
+from bench.run import Bench, Row
+
+PACKAGES = (
+    "aiohttp",
+    "anthropic",
+    "httpx2",
+    "orjson",
+    "pydantic",
+    "opentelemetry-sdk",
+    "prometheus-client",
+)
+NOTES = Path(__file__).resolve().parent / "notes.md"
+
+
+def fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}" if magnitude >= 0.1 or value == 0 else f"{value:.3f}"
+
+
+def table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def summary_rows(rows: list[Row]) -> list[list[str]]:
+    out = []
+    for row in rows:
+        unit = f" {row.unit}" if row.unit else ""
+        ref = f"{row.ref_name}: {fmt(row.ref_value)}{unit}" if row.ref_name else "–"
+        ratio = row.ratio_value()
+        verdict = {True: "PASS", False: "**MISS**", None: "–"}[row.passed]
+        figure = row.figure + (f" ({row.note})" if row.note else "")
+        out.append(
+            [
+                row.case,
+                figure,
+                f"{fmt(row.value)}{unit}",
+                ref,
+                "–" if ratio is None else f"{ratio:.2f}",
+                row.target or "–",
+                verdict,
+            ]
+        )
+    return out
+
+
+def sustains(bench: Bench) -> str:
+    """The README line: what one process sustains, from case 1b and case 2."""
+    paced = next((r for r in bench.rows if r.case == "1b"), None)
+    if paced is None or not paced.value:
+        return "not measured"
+    events = 1e6 / paced.value
+    phases = bench.details.get("streams", {}).get("phases", [])
+    held = [
+        p["level"]
+        for p in phases
+        if p["system"] == "gateway" and p["on_time"] >= 0.95 and p["errors"] == 0
+    ]
+    held_text = (
+        f"; measured: {max(held):,} paced streams at 20 events/s, >= 95% on time" if held else ""
+    )
+    return (
+        f"one gateway process on one core relays about {events:,.0f} paced events/s "
+        f"(CPU-bound estimate, about {events / 20:,.0f} streams at 20 events/s){held_text}"
+    )
+
+
+def machine(cores: Cores) -> list[str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = ", ".join(f"{name} {_version(name)}" for name in PACKAGES)
+    return [
+        f"- CPU: {os.cpu_count()} logical cores ({cpu}); the bench could use {len(cores.allowed)}",
+        f"- OS: Linux {platform.release()}; Python {platform.python_version()} "
+        f"({platform.python_implementation()})",
+        f"- Packages: {versions}",
+        f"- Code: commit {_git('rev-parse', '--short', 'HEAD')}"
+        + (" with uncommitted changes in gateway/" if _git("status", "--short", "gateway") else ""),
+    ]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip()
+
+
+def render(bench: Bench, command: str) -> str:
+    t = bench.timings
+    mode = "quick" if bench.quick else "full"
+    parts = [
+        "# Benchmark: the gateway against the floor\n",
+        f"**What one process sustains:** {sustains(bench)}.\n",
+        f"Produced by `{command}` ({mode} mode) in {t.get('total', 0):.0f} s on the machine "
+        "below; every figure comes from that one run, each measured next to its reference, "
+        "so read the ratios first: the machine is shared and absolute numbers drift.\n",
+        "## Results\n",
+        table(
+            ["case", "figure", "value", "reference (same run)", "ratio", "target", "result"],
+            summary_rows(bench.rows),
+        ),
+    ]
+    if bench.details.get("failed"):
+        failed = "; ".join(f"{k}: {v}" for k, v in bench.details["failed"].items())
+        parts.append(f"\nNot measured (the case failed): {failed}\n")
+    if "relay" in bench.details:
+        parts += [
+            "\n### Case 1 and 6 by system (medians)\n",
+            table(
+                [
+                    "system",
+                    "burst us/event",
+                    "paced us/event",
+                    "us/run",
+                    "burst events/s",
+                    "errors",
+                ],
+                relay_table(bench),
+            ),
+        ]
+    if "streams" in bench.details:
+        parts += [
+            "\n### Case 2 by level and system\n",
+            table(
+                [
+                    "streams",
+                    "system",
+                    "delivered %",
+                    "on time %",
+                    "TTFE p50 / p99 ms",
+                    "added p50 / p99 ms",
+                    "event latency p50 / p99 ms",
+                    "errors",
+                    "RSS KB/stream",
+                    "CPU % of a core",
+                    "full GCs / max ms",
+                    "loop lag max ms",
+                    "core 0 busy %",
+                ],
+                streams_table(bench),
+            ),
+        ]
+    if "tool_input" in bench.details:
+        parts += ["\n### Case 3 by size\n", _tool_table(bench)]
+    parts += [
+        "\n## Machine\n",
+        *machine(bench.cores),
+        f"\n**Pinning:** {bench.cores.describe()}.\n",
+        "## Commands\n",
+        "```\npip install -e .[dev]\nmake bench        # python -m bench --out BENCH.md\n"
+        "make bench-quick  # python -m bench --quick (about a minute)\n```\n",
+        "Run time of this run by case (s): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in t.items() if k != "total")
+        + ".\n",
+    ]
+    if NOTES.exists():
+        parts += ["", NOTES.read_text().strip(), ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _tool_table(bench: Bench) -> str:
+    data = bench.details["tool_input"]
+    rows = []
+    for size, micro in sorted(data["micro"].items()):
+        gw = data["client"]["gateway"].get(size, {})
+        helper = data["client"]["gateway-sdk-helper"].get(size, {})
+        sdk = micro.get("sdk", {})
+        rows.append(
+            [
+                f"{size // 1024} KB",
+                str(micro["fragments"]),
+                fmt(gw.get("first_to_parsed_ms")),
+                fmt(gw.get("last_to_parsed_ms")),
+                fmt(helper.get("first_to_parsed_ms")),
+                fmt(micro["translator"]["total_s"] * 1000),
+                fmt(micro["translator"]["after_last_s"] * 1000),
+                fmt(sdk["total_s"] * 1000) if sdk else "–",
+            ]
+        )
+    return table(
+        [
+            "input",
+            "fragments",
+            "gateway first→parsed ms",
+            "gateway last→parsed ms",
+            "SDK-helper gateway first→parsed ms",
+            "translator in-process ms",
+            "translator join+parse ms",
+            "SDK accumulator in-process ms",
+        ],
+        rows,
+    )
+
+
+def write(bench: Bench, path: Path) -> None:
+    command = "python -m bench" + (" --quick" if bench.quick else "")
+    if path.name != "BENCH.md" or path.parent != ROOT:
+        command += f" --out {path.name}"
+    path.write_text(render(bench, command))
+    print(f"wrote {path}", file=sys.stderr)

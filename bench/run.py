@@ -1,0 +1,130 @@
+"""The shared state of one bench run: the mode, the cores, the upstream, and the results.
+
+A `Row` is one line of the BENCH.md table: a figure, the reference it was measured
+against in the same run, their ratio, the target and whether it was met.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from bench.procs import Cores, Proc, run_load
+from bench.script import Scenario
+
+SYSTEMS: dict[str, list[str]] = {
+    "relay-raw": ["bench.relays", "raw"],
+    "relay-sdk-events": ["bench.relays", "sdk-events"],
+    "relay-sdk-helper": ["bench.relays", "sdk-helper"],
+    "gateway": ["bench.serve", "--read-path", "raw"],
+    "gateway-sdk-helper": ["bench.serve", "--read-path", "helper"],
+}
+
+
+@dataclass
+class Row:
+    case: str
+    figure: str
+    value: float
+    unit: str
+    ref_name: str = ""
+    ref_value: float | None = None
+    target: str = ""
+    passed: bool | None = None
+    note: str = ""
+    ratio: float | None = None
+    """Given when the ratio is a median of per-repetition ratios, else value / ref_value."""
+
+    def ratio_value(self) -> float | None:
+        if self.ratio is not None:
+            return self.ratio
+        if self.ref_value is None or self.ref_value == 0 or math.isnan(self.ref_value):
+            return None
+        return self.value / self.ref_value
+
+
+@dataclass
+class Bench:
+    quick: bool
+    cores: Cores
+    session: aiohttp.ClientSession
+    upstream: Proc
+    rows: list[Row] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def pick(self, quick: Any, full: Any) -> Any:
+        return quick if self.quick else full
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        return row
+
+    @contextlib.asynccontextmanager
+    async def system(self, name: str) -> AsyncIterator[Proc]:
+        """A fresh system under test, pinned, warmed up with a few short runs."""
+        args = [*SYSTEMS[name], "--upstream", self.upstream.url]
+        proc = await Proc.start(name, args, self.cores.server)
+        try:
+            await self.load(proc, Scenario(n=200), streams=10, ramp_s=0.2)
+            yield proc
+        finally:
+            await proc.stop()
+
+    async def load(
+        self,
+        proc: Proc,
+        scenario: Scenario | None,
+        *,
+        streams: int = 1,
+        ramp_s: float = 0.0,
+        deadline_s: float = 120.0,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Streams against `proc`'s `POST /api/stream` (or a direct upstream call)."""
+        spec: dict[str, Any] = {
+            "host": "127.0.0.1",
+            "port": proc.port,
+            "streams": streams,
+            "ramp_s": ramp_s,
+            "deadline_s": deadline_s,
+            "path": "/api/stream",
+        }
+        if scenario is not None:
+            spec["body"] = {"query": scenario.query()}
+        spec.update(extra)
+        return await run_load(spec, self.cores.load)
+
+    async def direct(self, scenario: Scenario, **kwargs: Any) -> dict[str, Any]:
+        """The same streams straight from the upstream: the floor for latency figures."""
+        body = {
+            "model": "claude-bench",
+            "max_tokens": 1024,
+            "stream": True,
+            "messages": [{"role": "user", "content": scenario.query()}],
+        }
+        return await self.load(self.upstream, None, path="/v1/messages", body=body, **kwargs)
+
+    async def cpu_of(
+        self, proc: Proc, scenario: Scenario, **kwargs: Any
+    ) -> tuple[float, dict[str, Any]]:
+        """CPU seconds `proc` spent serving one load, and the load's result."""
+        before = await proc.stats(self.session, reset=True)
+        result = await self.load(proc, scenario, **kwargs)
+        after = await proc.stats(self.session)
+        return (after["cpu_ns"] - before["cpu_ns"]) / 1e9, result | {"probe": after}
+
+
+@contextlib.contextmanager
+def timed(bench: Bench, name: str) -> Any:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        bench.timings[name] = time.monotonic() - started

@@ -1,0 +1,67 @@
+"""`python -m bench.serve [--read-path raw|helper] --upstream URL`: the gateway as
+`python -m gateway` runs it (same app factory, INFO logging, `handler_cancellation=True`),
+pointed at the bench upstream, with the bench tools and the probe. Prints `READY <port>`.
+
+`--read-path helper` swaps in the SDK's stream helper (`bench.helper_model`) for the
+gateway's own raw-bytes read path; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import logging
+import socket
+
+from aiohttp import web
+
+from bench import probe
+from bench.benchtools import bench_registry
+from bench.common import raise_nofile
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--upstream", required=True)
+    parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
+    parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
+    args = parser.parse_args()
+    raise_nofile()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    import gateway.app
+    from gateway.app import create_app
+    from gateway.settings import Settings
+    from gateway.toolset import StaticToolset
+
+    if args.read_path == "helper":
+        from bench.helper_model import HelperModel
+
+        # The one swap: create_app builds its model client from this module-level name.
+        vars(gateway.app)["AnthropicModel"] = HelperModel
+    settings = Settings(
+        _env_file=None,
+        gateway_upstream="anthropic",
+        anthropic_api_key="bench",
+        anthropic_base_url=args.upstream,
+        sdk_model="claude-bench",
+    )
+    app = create_app(settings, toolset=StaticToolset(bench_registry()))
+    probe.install(app)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections made before the app has started wait in the backlog
+    print(f"READY {sock.getsockname()[1]}", flush=True)
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        web.run_app(app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""A lean fake Anthropic Messages API: a raw asyncio HTTP/1.1 server on loopback.
+
+`POST /v1/messages` answers with the Messages SSE sequence of the scenario in the query
+(`bench.script`), chunked, keep-alive, as the real API does. Burst scenarios are one
+write; paced ones write each text delta at its own time (one `call_at` per event) with its
+send time (`time.monotonic_ns()`, a clock every process on the machine shares) as the text.
+`GET /stats` reports what was sent and this process's CPU, so the upstream can be shown
+not to be the bottleneck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from typing import Any
+
+import orjson
+
+from bench import script
+from bench.common import raise_nofile, rss_kb
+from bench.script import Scenario
+
+
+class Connection(asyncio.Protocol):
+    """One client connection; requests are answered one at a time (no pipelining)."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.buffer = bytearray()
+        self.busy = False
+        self.keep_alive = True
+        self.closed = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.busy:
+            self._next_request()
+
+    def _next_request(self) -> None:
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        lines = self.buffer[:end].decode("latin-1").split("\r\n")
+        method, path, version = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        if len(self.buffer) < end + 4 + length:
+            return
+        body = bytes(self.buffer[end + 4 : end + 4 + length])
+        del self.buffer[: end + 4 + length]
+        self.keep_alive = version == "HTTP/1.1" and headers.get("connection") != "close"
+        self.busy = True
+        self.upstream.handle(self, method, path, body)
+
+    def start(self, status: str = "200 OK", content_type: str = "text/event-stream") -> None:
+        assert self.transport is not None
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            "Transfer-Encoding: chunked\r\nrequest-id: req_bench\r\n\r\n"
+        )
+        self.transport.write(head.encode())
+
+    def send(self, data: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def end(self) -> None:
+        self.send(b"")  # the zero-length chunk ends the body
+        self.busy = False
+        if self.transport is None or self.closed:
+            return
+        if not self.keep_alive:
+            self.transport.close()
+        elif self.buffer:
+            self._next_request()
+
+
+class Upstream:
+    """Answers every request by its scenario; counts what it sent."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.turn_ends: dict[str, float] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        self.sent = 0
+        self.streams = 0
+        self.finished = 0
+
+    def handle(self, conn: Connection, method: str, path: str, body: bytes) -> None:
+        if method == "GET" and path.startswith("/stats"):
+            stats = self.stats()
+            if "reset=1" in path:
+                self.reset()
+            conn.start(content_type="application/json")
+            conn.send(orjson.dumps(stats))
+            conn.end()
+            return
+        if method != "POST" or not path.startswith("/v1/messages"):
+            conn.start("404 Not Found", "application/json")
+            conn.send(b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
+            conn.end()
+            return
+        request = orjson.loads(body)
+        messages: list[dict[str, Any]] = request["messages"]
+        scenario = Scenario.from_query(messages[0]["content"])
+        self.streams += 1
+        message_id = f"msg_bench_{self.streams:08d}"
+        conn.start()
+        if _is_tool_results(messages[-1]):
+            self._follow_up(conn, message_id, scenario)
+        elif scenario.kind == "tool":
+            self._burst(conn, script.tool_reply(message_id, scenario), scenario.size // 20)
+        elif scenario.kind == "tools":
+            self._burst(conn, script.tools_reply(message_id, scenario), scenario.tools)
+            self.turn_ends[scenario.tag] = time.monotonic()
+        elif scenario.rate > 0:
+            self._paced(conn, message_id, scenario)
+        else:
+            delta = script.text_delta(script.BURST_TEXT)
+            deltas = delta * scenario.n
+            body_bytes = script.text_open(message_id) + deltas + script.text_close(scenario.n)
+            self._burst(conn, body_bytes, scenario.n)
+
+    def _burst(self, conn: Connection, data: bytes, deltas: int) -> None:
+        conn.send(data)
+        conn.end()
+        self.sent += deltas
+        self.finished += 1
+
+    def _follow_up(self, conn: Connection, message_id: str, scenario: Scenario) -> None:
+        """The turn after the tools: a short answer; `tools` runs say how long it waited."""
+        ended = self.turn_ends.pop(scenario.tag, None)
+        text = "done"
+        if ended is not None:
+            text = f"gap_ms={(time.monotonic() - ended) * 1000:.3f}"
+        self._burst(conn, script.text_reply(message_id, text), 1)
+
+    def _paced(self, conn: Connection, message_id: str, scenario: Scenario) -> None:
+        start = self.loop.time()
+        count = 0
+
+        def tick() -> None:
+            nonlocal count
+            if conn.closed:
+                return
+            conn.send(script.text_delta(str(time.monotonic_ns())))
+            count += 1
+            self.sent += 1
+            if count >= scenario.n:
+                conn.send(script.text_close(count))
+                conn.end()
+                self.finished += 1
+                return
+            conn.timer = self.loop.call_at(start + count / scenario.rate, tick)
+
+        conn.send(script.text_open(message_id))
+        tick()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "sent": self.sent,
+            "streams": self.streams,
+            "finished": self.finished,
+            "cpu_ns": time.process_time_ns(),
+            "rss_kb": rss_kb(),
+        }
+
+
+def _is_tool_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+async def serve() -> None:
+    raise_nofile()
+    loop = asyncio.get_running_loop()
+    upstream = Upstream()
+    server = await loop.create_server(lambda: Connection(upstream), "127.0.0.1", 0, backlog=4096)
+    port = server.sockets[0].getsockname()[1]
+    print(f"READY {port}", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
