@@ -19,8 +19,9 @@ from gateway.metrics import Metrics
 from gateway.middleware import observe_requests
 from gateway.model import AnthropicModel, RetryPolicy
 from gateway.observe import RunObserver
+from gateway.redis_store import RedisStore
 from gateway.runs import Run, RunFactory, RunManager, RunRequest
-from gateway.sessions import MemorySessions
+from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike
 
@@ -102,9 +103,11 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     app[keys.UPSTREAM_URL] = str(client.base_url)
     app[keys.RUNS] = _run_manager(app, AnthropicModel(client))
     try:
+        await app[keys.RUNS].open()
         yield
     finally:
         await app[keys.RUNS].shutdown()
+        await app[keys.RUNS].close()
         await client.close()
         if demo_runner is not None:
             await demo_runner.cleanup()
@@ -148,14 +151,29 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
         )
         return LoopDeps(model, toolset.registry, observer, toolset.services)
 
+    sessions, shared = _stores(settings)
     return RunManager(
         RunFactory(config, deps),
-        MemorySessions(),
+        sessions,
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
         on_end=app[keys.HEALTH].record,
+        shared=shared,
     )
+
+
+def _stores(settings: Settings) -> tuple[SessionStore, RedisStore | None]:
+    """Sessions, and the run store shared with other processes: Redis when REDIS_URL is set."""
+    if not settings.redis_url:
+        return MemorySessions(settings.gateway_session_ttl_s), None
+    shared = RedisStore(
+        settings.redis_url,
+        prefix=settings.redis_key_prefix,
+        run_ttl_s=settings.gateway_run_ttl_s,
+        max_events=settings.gateway_run_log_max_events,
+    )
+    return shared.sessions(settings.gateway_session_ttl_s), shared
 
 
 def _tracer(app: web.Application) -> Tracer:

@@ -4,8 +4,10 @@ run's log from some `seq` on, so a first stream and a re-attach are the same cod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 from aiohttp import web
@@ -16,6 +18,9 @@ from gateway import __version__, events, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.runs import Run
+
+if TYPE_CHECKING:
+    from gateway.redis_store import RedisStore
 
 PLAYGROUND = Path(__file__).resolve().parent.parent / "playground"
 
@@ -45,21 +50,32 @@ async def stream_get(request: web.Request) -> web.StreamResponse:
 
 
 async def stream_reattach(request: web.Request) -> web.StreamResponse:
-    run = _find_run(request)
+    run_id = request.match_info["run_id"]
+    runs = request.app[keys.RUNS]
+    run = runs.get(run_id)
     raw_after = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
     try:
         after = int(raw_after)
     except ValueError:
         raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
-    return await stream_log(request, run, after=after)
+    if run is not None:
+        return await stream_log(request, run, after=after)
+    if runs.shared is not None:  # maybe another process owns it
+        return await stream_shared(request, runs.shared, run_id, after=after)
+    raise _not_found(run_id)
+
+
+def _sse_response(request: web.Request, run_id: str) -> web.StreamResponse:
+    response = web.StreamResponse(headers={**sse.HEADERS, "x-run-id": run_id})
+    response.headers["x-request-id"] = request[keys.REQUEST_ID]
+    return response
 
 
 async def stream_log(request: web.Request, run: Run, *, after: int) -> web.StreamResponse:
     """Write the run's events after `after`, then follow it live until its terminal event."""
     heartbeat = request.app[keys.SETTINGS].gateway_heartbeat_s
     readers = request.app[keys.METRICS].sse_readers
-    response = web.StreamResponse(headers={**sse.HEADERS, "x-run-id": run.id})
-    response.headers["x-request-id"] = request[keys.REQUEST_ID]
+    response = _sse_response(request, run.id)
     run.attach()
     readers.inc()
     try:
@@ -83,6 +99,32 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
     return response
 
 
+async def stream_shared(
+    request: web.Request, shared: RedisStore, run_id: str, *, after: int
+) -> web.StreamResponse:
+    """`stream_log` for a run another process owns: read from the shared store."""
+    status = await shared.attach(run_id)
+    if status is None:
+        raise _not_found(run_id)
+    heartbeat = request.app[keys.SETTINGS].gateway_heartbeat_s
+    readers = request.app[keys.METRICS].sse_readers
+    response = _sse_response(request, run_id)
+    readers.inc()
+    try:
+        await response.prepare(request)
+        chunks = shared.follow(run_id, after, heartbeat, live=status == "running")
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                await response.write(chunk or sse.PING)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # as in stream_log: the owner's grace timer counts readers everywhere
+    finally:
+        readers.dec()
+        await shared.detach(run_id)
+    return response
+
+
 async def research(request: web.Request) -> web.Response:
     run = _start(request, await read_json_body(request), "research")
     run.attach()
@@ -101,18 +143,16 @@ async def research(request: web.Request) -> web.Response:
 
 
 async def cancel(request: web.Request) -> web.Response:
-    run = _find_run(request)
-    cancelled = run.cancel("cancelled")
-    return json_response({"ok": True, "run_id": run.id, "cancelled": cancelled,
+    run_id = request.match_info["run_id"]
+    cancelled = await request.app[keys.RUNS].cancel(run_id)
+    if cancelled is None:
+        raise _not_found(run_id)
+    return json_response({"ok": True, "run_id": run_id, "cancelled": cancelled,
                           "status": "cancelling" if cancelled else "finished"})  # fmt: skip
 
 
-def _find_run(request: web.Request) -> Run:
-    run_id = request.match_info["run_id"]
-    run = request.app[keys.RUNS].get(run_id)
-    if run is None:
-        raise GatewayError("NOT_FOUND", f"No run {run_id!r} (unknown or expired)")
-    return run
+def _not_found(run_id: str) -> GatewayError:
+    return GatewayError("NOT_FOUND", f"No run {run_id!r} (unknown or expired)")
 
 
 async def list_tools(request: web.Request) -> web.Response:

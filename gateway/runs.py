@@ -5,6 +5,9 @@ The disconnect rule lives here: when the last reader leaves, a grace timer start
 nobody re-attaches in time the run is cancelled (closing the upstream request and the
 tool tasks) and ends with the outcome `client_disconnected`. Every run ends with exactly
 one terminal event, whatever stopped it.
+
+With a shared store (Redis) the manager also mirrors each log there, answers cancels sent
+by other processes, and counts readers attached elsewhere before a grace timer cancels.
 """
 
 from __future__ import annotations
@@ -13,16 +16,20 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.events import Event, Outcome
 from gateway.loop import LoopConfig, LoopDeps, RunState, run_loop
+from gateway.observe import RunObserver
 from gateway.sessions import SessionStore, consistent_history
+
+if TYPE_CHECKING:
+    from gateway.redis_store import RedisStore
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +51,10 @@ class RunRequest:
 class Run:
     """One run: its log, its task, and who is reading it."""
 
-    def __init__(self, run_id: str, session_id: str, log: EventLog, grace_s: float) -> None:
+    def __init__(
+        self, run_id: str, session_id: str, log: EventLog, grace_s: float,
+        readers_elsewhere: Callable[[], Awaitable[int]] | None = None,
+    ) -> None:  # fmt: skip
         self.id = run_id
         self.session_id = session_id
         self.log = log
@@ -54,6 +64,8 @@ class Run:
         self.finished_at: float | None = None
         self.cancel_reason: Outcome | None = None
         self._grace: asyncio.TimerHandle | None = None
+        self._readers_elsewhere = readers_elsewhere
+        self._check: asyncio.Task[None] | None = None
 
     @property
     def done(self) -> bool:
@@ -68,21 +80,43 @@ class Run:
     def detach(self) -> None:
         self.readers -= 1
         if self.readers == 0 and not self.done:
-            loop = asyncio.get_running_loop()
-            self._grace = loop.call_later(self.grace_s, self._expire)
+            self._start_grace()
+
+    def left_elsewhere(self) -> None:
+        """The last reader on another process left: the grace period starts now."""
+        if self.readers == 0 and not self.done:
+            self._start_grace()
 
     def cancel(self, reason: Outcome = "cancelled") -> bool:
         """Stop the run on purpose; False if it had already ended."""
         if self.done or self.task is None:
             return False
-        if self.cancel_reason is None:
+        if self.cancel_reason is None:  # once: the driver's own awaits must not be cut short
             self.cancel_reason = reason
-        self.task.cancel()
+            self.task.cancel()
         return True
+
+    def _start_grace(self) -> None:
+        if self._grace is not None:
+            self._grace.cancel()
+        self._grace = asyncio.get_running_loop().call_later(self.grace_s, self._expire)
 
     def _expire(self) -> None:
         self._grace = None
-        if self.readers == 0:
+        if self.readers:
+            return
+        if self._readers_elsewhere is None:
+            self.cancel("client_disconnected")
+        else:
+            self._check = asyncio.create_task(self._expire_shared(self._readers_elsewhere))
+
+    async def _expire_shared(self, readers_elsewhere: Callable[[], Awaitable[int]]) -> None:
+        elsewhere = await readers_elsewhere()
+        if self.readers or self.done:
+            return
+        if elsewhere:  # look again later, in case that reader's goodbye gets lost
+            self._start_grace()
+        else:
             self.cancel("client_disconnected")
 
 
@@ -106,10 +140,13 @@ class RunManager:
         ttl_s: float,
         max_events: int,
         on_end: Callable[[str], None] | None = None,
+        shared: RedisStore | None = None,
     ) -> None:
         self._factory = factory
         self._on_end = on_end
         self.sessions = sessions
+        self.shared = shared
+        """The store shared with other processes, if any: runs they own are read there."""
         self._grace_s = grace_s
         self._ttl_s = ttl_s
         self._max_events = max_events
@@ -122,15 +159,36 @@ class RunManager:
     def active(self) -> list[Run]:
         return [run for run in self._runs.values() if not run.done]
 
+    async def open(self) -> None:
+        """Connect the shared store, if any (it fails fast when Redis does not answer)."""
+        if self.shared is not None:
+            await self.shared.open(self._on_control)
+
+    async def close(self) -> None:
+        """After `shutdown`: the shared store writes the last terminal events, disconnects."""
+        if self.shared is not None:
+            await self.shared.close()
+
+    async def cancel(self, run_id: str) -> bool | None:
+        """Cancel a run here or on the process that owns it: whether it was running, None
+        if it is unknown."""
+        run = self.get(run_id)
+        if run is not None:
+            return run.cancel("cancelled")
+        return None if self.shared is None else await self.shared.cancel(run_id)
+
     def start(self, request: RunRequest, endpoint: str, parent: Any = None) -> Run:
         self._expire_finished()
         run_id = f"run_{uuid.uuid4().hex}"
         session_id = request.session_id or f"sess_{uuid.uuid4().hex}"
-        run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s)
-        history = [] if request.replace_history else self.sessions.get(session_id)
-        state = RunState(run_id, session_id, [*history, *request.messages])
+        shared = self.shared
+        elsewhere = None if shared is None else (lambda: shared.readers(run_id))
+        run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s, elsewhere)
+        state = RunState(run_id, session_id, list(request.messages))
         config = self._factory.config(request)
         deps = self._factory.deps(run, request, endpoint, parent)
+        if shared is not None:
+            shared.mirror(run_id, session_id, run.log)
         run.task = asyncio.create_task(self._drive(run, config, deps, state, request))
         self._runs[run_id] = run
         return run
@@ -144,18 +202,25 @@ class RunManager:
             run.cancel("cancelled")
         await asyncio.gather(*(r.task for r in runs if r.task), return_exceptions=True)
 
+    def _on_control(self, kind: str, run_id: str) -> None:
+        run = self._runs.get(run_id)
+        if run is None:
+            return
+        if kind == "cancel":
+            run.cancel("cancelled")
+        elif kind == "idle":
+            run.left_elsewhere()
+
     async def _drive(
         self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest
     ) -> None:
         observer = deps.observer
-        first_seen = False
-        failed = False
+        failed = loaded = False
         try:
-            async for event in run_loop(config, deps, state):
-                if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
-                    first_seen = True
-                    observer.first_event()
-                run.log.append(event)
+            if not request.replace_history:  # here, not in start: a store may need a trip
+                state.messages[:0] = await self.sessions.get(run.session_id)
+            loaded = True
+            await _relay(run, run_loop(config, deps, state), observer)
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
@@ -170,12 +235,13 @@ class RunManager:
         duration_ms = observer.finished(outcome, state.turns, state.usage, failed)
         if not failed:
             terminal = _final(run, config, state, outcome, duration_ms, observer.trace_id)
+        if loaded:  # before the terminal event: whoever sees it can continue the session
+            await self.sessions.save(run.session_id, consistent_history(state.messages))
         run.log.append(terminal)
         run.log.close()
         run.finished_at = time.monotonic()
         if self._on_end is not None:
             self._on_end(outcome)
-        self.sessions.save(run.session_id, consistent_history(state.messages))
 
     def _expire_finished(self) -> None:
         now = time.monotonic()
@@ -186,6 +252,15 @@ class RunManager:
         ]
         for run_id in expired:
             del self._runs[run_id]
+
+
+async def _relay(run: Run, loop_events: AsyncIterator[Event], observer: RunObserver) -> None:
+    first_seen = False
+    async for event in loop_events:
+        if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
+            first_seen = True
+            observer.first_event()
+        run.log.append(event)
 
 
 def _final(

@@ -11,8 +11,10 @@ Message = dict[str, Any]
 
 
 class SessionStore(Protocol):
-    def get(self, session_id: str) -> list[Message]: ...
-    def save(self, session_id: str, messages: list[Message]) -> None: ...
+    """Async, so a store can live in another server (Redis); memory answers at once."""
+
+    async def get(self, session_id: str) -> list[Message]: ...
+    async def save(self, session_id: str, messages: list[Message]) -> None: ...
 
 
 class MemorySessions:
@@ -23,13 +25,13 @@ class MemorySessions:
         self._max = max_sessions
         self._items: dict[str, tuple[float, list[Message]]] = {}
 
-    def get(self, session_id: str) -> list[Message]:
+    async def get(self, session_id: str) -> list[Message]:
         item = self._items.get(session_id)
         if item is None or time.monotonic() - item[0] > self._ttl_s:
             return []
         return list(item[1])
 
-    def save(self, session_id: str, messages: list[Message]) -> None:
+    async def save(self, session_id: str, messages: list[Message]) -> None:
         self._items.pop(session_id, None)
         self._items[session_id] = (time.monotonic(), list(messages))
         while len(self._items) > self._max:  # oldest first: dicts keep insertion order

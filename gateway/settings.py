@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     exa_base_url: str = "https://api.exa.ai"
 
     redis_url: str | None = None
+    """Set: runs, sessions and event logs live in Redis, shared by every process."""
+    redis_key_prefix: str = "rg:"
+    """Prefix of every Redis key and channel, so deployments (or tests) can share a server."""
+    gateway_session_ttl_s: float = Field(3600.0, gt=0)
+    """How long a session's history is kept after its last run."""
 
     @field_validator("gateway_api_keys", mode="before")
     @classmethod

@@ -1,0 +1,346 @@
+"""The shared run store: with `REDIS_URL` set, every gateway process sees every run.
+
+Keys and channels, all under `redis_key_prefix` (default `rg:`):
+
+    run:{id}          hash: owner (worker id), session_id, status (running | finished),
+                      readers (readers attached on processes other than the owner)
+    run:{id}:events   stream: one entry per SSE frame, id `{seq}-0`, field `f` the frame
+                      bytes, `end` on the terminal one; MAXLEN ~ gateway_run_log_max_events
+    session:{id}      a session's history, JSON, expiring gateway_session_ttl_s after its save
+    ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
+
+The owner's in-memory log stays the source of truth, and readers on the owner read it. A
+mirror per run copies new frames to the stream in batches (one MULTI/EXEC every few ms), so
+no event waits for Redis; the terminal frame and `status=finished` share one transaction,
+after which both keys expire in gateway_run_ttl_s. Readers on other processes replay and
+follow the stream with XREAD BLOCK. If Redis fails mid-run the run goes on in memory: the
+mirror logs once, and catches up from the stream's last id when Redis answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from gateway.errors import GatewayError
+from gateway.eventlog import EventLog
+from gateway.sessions import MemorySessions, Message
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL_S = 0.005  # how long a new frame may wait for others to share its round trip
+FLUSH_MAX = 256  # frames per transaction; this many pending are flushed without waiting
+OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
+RETRY_S = 0.5  # between flush attempts while Redis fails
+RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
+KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
+REDIS_ERRORS = (RedisError, OSError, TimeoutError)
+
+# Count a reader on a non-owner process in (+1) or out (-1), only while the run exists; when
+# the last one leaves a running run, tell the owner so its grace timer starts now.
+_COUNT_READER = """
+if redis.call('exists', KEYS[1]) == 0 then return false end
+local n = redis.call('hincrby', KEYS[1], 'readers', ARGV[1])
+local info = redis.call('hmget', KEYS[1], 'status', 'owner')
+if n <= 0 and info[1] == 'running' and info[2] then
+  redis.call('publish', ARGV[2] .. info[2], 'idle ' .. ARGV[3])
+end
+return info[1]
+"""
+
+Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry: id, fields
+ControlHandler = Callable[[str, str], None]
+"""Called with (`cancel` | `idle`, run_id) for each message on this process's channel."""
+
+
+class StoreUnavailable(RuntimeError):
+    """REDIS_URL is set, but Redis does not answer at startup."""
+
+
+class RedisStore:
+    """One process's handle on the shared store: its client, worker id and control channel."""
+
+    def __init__(self, url: str, *, prefix: str, run_ttl_s: float, max_events: int) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.run_ttl_s = max(1, round(run_ttl_s))
+        self.max_events = max_events
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # No socket read timeout: XREAD BLOCK waits a heartbeat; every call has its own bound.
+        self.client = redis.Redis.from_url(
+            url, socket_connect_timeout=OP_TIMEOUT_S, socket_timeout=None
+        )
+        self._count_reader = self.client.register_script(_COUNT_READER)
+        self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        self._listener: asyncio.Task[None] | None = None
+        self._mirrors: set[LogMirror] = set()
+
+    def run_key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}"
+
+    def events_key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}:events"
+
+    async def open(self, on_control: ControlHandler) -> None:
+        """Check Redis answers and listen for control messages; fail fast if it does not."""
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                await self.client.ping()
+                await self._pubsub.subscribe(f"{self.prefix}ctl:{self.worker_id}")
+        except REDIS_ERRORS as exc:
+            await self.close()
+            raise StoreUnavailable(
+                f"REDIS_URL is set, but Redis at {_redacted(self.url)} does not answer "
+                f"({type(exc).__name__}: {exc}); start Redis or unset REDIS_URL"
+            ) from exc
+        self._listener = asyncio.create_task(self._listen(on_control))
+
+    async def close(self) -> None:
+        """Give the mirrors that can still write a moment for their last frames, then stop."""
+        writing = [mirror.task for mirror in self._mirrors if mirror.healthy]
+        if writing:
+            await asyncio.wait(writing, timeout=OP_TIMEOUT_S)
+        for mirror in self._mirrors:
+            mirror.task.cancel()
+        await asyncio.gather(*(m.task for m in self._mirrors), return_exceptions=True)
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+        await self.client.aclose()
+
+    async def _listen(self, on_control: ControlHandler) -> None:
+        while True:
+            try:
+                async for message in self._pubsub.listen():
+                    kind, _, run_id = message["data"].decode().partition(" ")
+                    on_control(kind, run_id)
+            except REDIS_ERRORS as exc:  # the client reconnects and resubscribes on retry
+                log.warning("run store: control channel lost (%s); retrying", exc)
+                await asyncio.sleep(RETRY_S)
+
+    def mirror(self, run_id: str, session_id: str, event_log: EventLog) -> None:
+        """Copy a run's log to Redis from now until its terminal frame is there."""
+        mirror = LogMirror(self, run_id, session_id, event_log)
+        self._mirrors.add(mirror)
+        mirror.task.add_done_callback(lambda _: self._mirrors.discard(mirror))
+
+    def sessions(self, ttl_s: float) -> RedisSessions:
+        return RedisSessions(self.client, f"{self.prefix}session:", ttl_s)
+
+    async def readers(self, run_id: str) -> int:
+        """Readers of an owned run attached on other processes (0 if Redis fails: then the
+        in-memory rule applies)."""
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                value = await self.client.hget(self.run_key(run_id), "readers")
+        except REDIS_ERRORS as exc:
+            log.warning("run store: cannot count readers of %s (%s)", run_id, exc)
+            return 0
+        return int(value or 0)
+
+    async def attach(self, run_id: str) -> str | None:
+        """Count a reader of a run owned elsewhere in; its status, None if unknown."""
+        with _answer_errors():
+            return await self._count(run_id, 1)
+
+    async def detach(self, run_id: str) -> None:
+        try:  # shielded: a reader cancelled on its way out must still be counted out
+            await asyncio.shield(self._count(run_id, -1))
+        except REDIS_ERRORS as exc:
+            log.warning("run store: cannot count a reader of %s out (%s)", run_id, exc)
+
+    async def _count(self, run_id: str, delta: int) -> str | None:
+        async with asyncio.timeout(OP_TIMEOUT_S):
+            status = await self._count_reader(
+                keys=[self.run_key(run_id)], args=[delta, f"{self.prefix}ctl:", run_id]
+            )
+        return None if status is None else str(status.decode())
+
+    async def cancel(self, run_id: str) -> bool | None:
+        """Ask the owner to cancel: whether it was running, None if the run is unknown."""
+        with _answer_errors():
+            return await self._cancel(run_id)
+
+    async def _cancel(self, run_id: str) -> bool | None:
+        async with asyncio.timeout(OP_TIMEOUT_S):
+            reply: Any = await self.client.hmget(self.run_key(run_id), ["status", "owner"])
+            status, owner = reply
+            if status is None:
+                return None
+            if status != b"running" or owner is None:
+                return False
+            channel = f"{self.prefix}ctl:{owner.decode()}"
+            return int(await self.client.publish(channel, f"cancel {run_id}")) > 0
+
+    async def follow(
+        self, run_id: str, after: int, heartbeat_s: float, *, live: bool
+    ) -> AsyncGenerator[bytes, None]:
+        """The frames after seq `after` as they reach the stream, until the terminal one;
+        b"" after `heartbeat_s` of silence (time for a ping). A Redis failure ends it."""
+        key, last = self.events_key(run_id), f"{after}-0".encode()
+        block = max(1, int(heartbeat_s * 1000)) if live else None
+        try:
+            while True:
+                async with asyncio.timeout(heartbeat_s + OP_TIMEOUT_S):
+                    entries = await self._read(key, last, block)
+                    if not entries and (block is None or not await self._running(run_id)):
+                        return  # it ended without a terminal frame: its mirror failed
+                if entries:
+                    last = entries[-1][0]
+                yield b"".join(fields[b"f"] for _, fields in entries)
+                if entries and b"end" in entries[-1][1]:
+                    return
+        except REDIS_ERRORS as exc:
+            log.warning("run store: lost the stream of %s (%s)", run_id, exc)
+
+    async def _read(self, key: str, last: bytes, block: int | None) -> list[Entry]:
+        reply: Any = await self.client.xread({key: last}, count=FLUSH_MAX * 4, block=block)
+        return list(reply[0][1]) if reply else []
+
+    async def _running(self, run_id: str) -> bool:
+        return bool(await self.client.hget(self.run_key(run_id), "status") == b"running")
+
+
+class LogMirror:
+    """Copies one run's log to its stream in batches, until the terminal frame is there."""
+
+    def __init__(
+        self, store: RedisStore, run_id: str, session_id: str, event_log: EventLog
+    ) -> None:
+        self._store = store
+        self._log = event_log
+        self._key = store.events_key(run_id)
+        self._record = store.run_key(run_id)
+        self._fields = {"owner": store.worker_id, "session_id": session_id, "status": "running"}
+        self._flushed: int | None = 0  # last seq in the stream; None: unknown after a failure
+        self._recorded = False
+        self._last_ok = time.monotonic()
+        self.healthy = True
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while await self._step():
+                pass
+        except Exception:  # a bug here must not end the run: it goes on in memory
+            log.exception("run store: mirror of %s failed", self._key)
+
+    async def _step(self) -> bool:
+        """One transaction, after waiting for frames (or a keep-alive); False when done."""
+        log_, flushed = self._log, self._flushed
+        if flushed is not None and flushed == log_.last_seq:  # nothing pending
+            if log_.closed:
+                return False
+            grew = await log_.wait(KEEPALIVE_S)
+            if grew and not log_.closed and log_.last_seq - flushed < FLUSH_MAX:
+                await asyncio.sleep(FLUSH_INTERVAL_S)  # let a burst share the round trip
+        closed = log_.closed
+        if await self._guard(self._flush):
+            return True
+        if closed and time.monotonic() - self._last_ok > RUNNING_TTL_S:
+            return False  # Redis stayed away until the keys expired: nothing left to fix
+        await asyncio.sleep(RETRY_S)  # the run goes on; its frames wait in memory
+        return True
+
+    async def _guard(self, operation: Callable[[], Awaitable[None]]) -> bool:
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                await operation()
+        except REDIS_ERRORS as exc:
+            if self.healthy:
+                log.warning("run store: cannot write %s (%s); the run goes on in memory",
+                            self._key, exc)  # fmt: skip
+            self.healthy, self._flushed = False, None
+            return False
+        if not self.healthy:
+            log.info("run store: writing %s again", self._key)
+            self.healthy = True
+        self._last_ok = time.monotonic()
+        return True
+
+    async def _flush(self) -> None:
+        store, log_ = self._store, self._log
+        if self._flushed is None:  # a failed transaction may have been applied after all
+            top: Any = await store.client.xrevrange(self._key, "+", "-", count=1)
+            self._flushed = int(top[0][0].split(b"-")[0]) if top else 0
+        first = max(self._flushed + 1, log_.first_seq)
+        frames = log_.since(self._flushed)[:FLUSH_MAX]
+        end = log_.closed and first + len(frames) - 1 == log_.last_seq
+        pipe = store.client.pipeline(transaction=True)
+        if not self._recorded:
+            pipe.hset(self._record, mapping=self._fields)  # type: ignore[arg-type]
+        for offset, frame in enumerate(frames):
+            fields: dict[Any, Any] = {"f": frame}
+            if end and offset == len(frames) - 1:
+                fields["end"] = 1
+            pipe.xadd(self._key, fields, id=f"{first + offset}-0",
+                      maxlen=store.max_events, approximate=True)  # fmt: skip
+        if end:
+            pipe.hset(self._record, "status", "finished")
+        ttl = store.run_ttl_s if end else RUNNING_TTL_S
+        pipe.expire(self._key, ttl)
+        pipe.expire(self._record, ttl)
+        await pipe.execute()
+        self._recorded, self._flushed = True, first + len(frames) - 1
+
+
+class RedisSessions:
+    """Histories in Redis, shared by every process; kept here only while Redis fails."""
+
+    def __init__(self, client: redis.Redis, prefix: str, ttl_s: float) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._ttl_s = max(1, round(ttl_s))
+        self._fallback = MemorySessions(ttl_s)
+
+    async def get(self, session_id: str) -> list[Message]:
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                raw = await self._client.get(self._prefix + session_id)
+        except REDIS_ERRORS as exc:
+            log.warning("run store: cannot read session %s (%s)", session_id, exc)
+            return await self._fallback.get(session_id)
+        return list(orjson.loads(raw)) if raw else []
+
+    async def save(self, session_id: str, messages: list[Message]) -> None:
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                await self._client.set(
+                    self._prefix + session_id, orjson.dumps(messages), ex=self._ttl_s
+                )
+        except REDIS_ERRORS as exc:
+            log.warning("run store: cannot save session %s (%s)", session_id, exc)
+            await self._fallback.save(session_id, messages)
+
+
+@contextlib.contextmanager
+def _answer_errors() -> Iterator[None]:
+    """A request that needs the store while Redis fails gets a clear 502."""
+    try:
+        yield
+    except REDIS_ERRORS as exc:
+        message = f"The shared run store does not answer ({type(exc).__name__})"
+        raise GatewayError("NETWORK_ERROR", message) from exc
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, for a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
