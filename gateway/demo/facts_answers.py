@@ -158,11 +158,15 @@ def _trend_summary(annual: list[dict[str, Any]], s: Series, label: str) -> str:
 
 def compare(q: Question, conv: Conversation) -> str:
     entries, failures = [], []
+    wanted = q.span.fiscal_year
     for step in _series(conv):
         s = as_series(step)
         history = (s.instant or s.annual) if s else []
+        if wanted and s and not s.instant:
+            start = next((i for i, r in enumerate(history) if fiscal_year(r) == wanted), None)
+            history = history[start:] if start is not None else []
         if s is None or not history:
-            failures.append(_failed(step))
+            failures.append(_failed(step) if s is None else f"{s.company}: no FY{wanted} value.")
             continue
         entries.append((s, history))
     if not entries:
@@ -176,8 +180,9 @@ def compare(q: Question, conv: Conversation) -> str:
         body.append([s.company, period(latest, kind), money(latest["value"], s.unit), moved,
                      _filing(latest, s.cik)])  # fmt: skip
     top, top_rows = entries[0]
+    which = f"fiscal year {wanted}" if wanted else "latest fiscal year"
     text = [
-        f"{_cap(label)}, latest fiscal year of each company (XBRL data):", "",
+        f"{_cap(label)}, {which} of each company (XBRL data):", "",
         table(["Company", "Period", _cap(label), "vs. prior year", "Reported in"], body), "",
         f"**{top.company}** reports the largest {label}: {money(top_rows[0]['value'], top.unit)}.",
     ]  # fmt: skip

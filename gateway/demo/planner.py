@@ -20,7 +20,7 @@ from gateway.demo import shapes_search as search
 from gateway.demo.common import Next
 from gateway.demo.companies import CompanyIndex
 from gateway.demo.conversation import Conversation
-from gateway.demo.reply import Reply, Say
+from gateway.demo.reply import Call, Reply, Say, Think
 from gateway.demo.understand import Intent, Question, understand
 
 __all__ = ["MAX_TURNS", "respond"]
@@ -47,11 +47,30 @@ PLANS: dict[Intent, Plan] = {
 }
 
 
-def respond(conv: Conversation, index: CompanyIndex) -> Reply:
+def respond(conv: Conversation, index: CompanyIndex, *, thinking: bool = False) -> Reply:
+    """The next assistant message; with `thinking`, led by a thinking block that states
+    what was understood and what comes next (the rules' view, not hidden reasoning)."""
     question = understand(conv.question, index, conv.today, conv.earlier)
     if conv.turns >= MAX_TURNS:
         conv = replace(conv, tools_off=True)
     decided = PLANS[question.intent](question, conv)
-    if isinstance(decided, Next) and decided.calls:
-        return Reply((Say(decided.say), *decided.calls))
-    return Reply((Say(decided if isinstance(decided, str) else decided.say),))
+    text, calls = (decided.say, decided.calls) if isinstance(decided, Next) else (decided, ())
+    think = (Think(explain(question, conv, calls)),) if thinking else ()
+    return Reply((*think, Say(text), *calls))
+
+
+def explain(q: Question, conv: Conversation, calls: tuple[Call, ...]) -> str:
+    parts = [f"Question shape: {q.intent.replace('_', ' ')}."]
+    if q.firms:
+        named = ", ".join(f"{f.label} ({f.ticker}, CIK {f.cik})" for f in q.firms)
+        parts.append(f"Companies: {named}.")
+    details = [*q.forms, *(m.label for m in q.metrics), *([q.topic.label] if q.topic else [])]
+    if details:
+        parts.append(f"About: {', '.join(details)}.")
+    failed = sum(s.is_error for s in conv.steps)
+    parts.append(f"Tool results so far: {len(conv.steps)} ({failed} failed).")
+    if calls:
+        parts.append("Next: " + ", ".join(c.name for c in calls) + ".")
+    else:
+        parts.append("Next: answer from the tool results only.")
+    return " ".join(parts)

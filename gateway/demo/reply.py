@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Call", "Reply", "Say", "block_id"]
+__all__ = ["Call", "Reply", "Say", "Think", "block_id"]
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,13 @@ class Say:
     """A text block."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Think:
+    """A thinking block (sent when the request enables extended thinking)."""
+
+    thinking: str
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,7 @@ class Call:
 class Reply:
     """One assistant message. `stop_reason` defaults from the blocks, as the API sets it."""
 
-    blocks: tuple[Say | Call, ...]
+    blocks: tuple[Think | Say | Call, ...]
     forced_stop: str | None = field(default=None)
 
     @property

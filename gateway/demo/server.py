@@ -17,7 +17,7 @@ from aiohttp import web
 from gateway.demo.companies import CompanyIndex, load_index
 from gateway.demo.conversation import read_request
 from gateway.demo.planner import respond
-from gateway.demo.reply import Reply, Say, block_id
+from gateway.demo.reply import Reply, Say, Think, block_id
 from gateway.demo.wire import message, sse, stream_events
 
 __all__ = ["DEMO_MODEL", "PACING_S", "create_demo_app"]
@@ -61,7 +61,9 @@ async def _messages(request: web.Request) -> web.StreamResponse:
     problem = _invalid(body)
     if problem:
         return _error(400, problem)
-    reply = respond(read_request(body), await request.app[_INDEX].index())
+    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
+    index = await request.app[_INDEX].index()
+    reply = respond(read_request(body), index, thinking=thinking)
     reply = _within_max_tokens(reply, body["max_tokens"])
     model = str(body.get("model") or DEMO_MODEL)
     headers = {"request-id": block_id("req", body.get("messages"))}
@@ -103,7 +105,8 @@ def _within_max_tokens(reply: Reply, max_tokens: int) -> Reply:
     limit = max_tokens * 4
     if reply.calls or len(reply.text) <= limit:
         return reply
-    return Reply((Say(reply.text[:limit]),), forced_stop="max_tokens")
+    thinking = tuple(b for b in reply.blocks if isinstance(b, Think))
+    return Reply((*thinking, Say(reply.text[:limit])), forced_stop="max_tokens")
 
 
 def _error(status: int, text: str) -> web.Response:

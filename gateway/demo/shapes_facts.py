@@ -85,7 +85,9 @@ def _years(q: Question, today: dt.date) -> int:
 def plan_compare(q: Question, conv: Conversation) -> Next | str:
     metric = q.metrics[0]
     if conv.can(FACTS) and not conv.done(FACTS):
-        calls = tuple(_facts_call(f.ticker, metric, 3) for f in q.firms[:MAX_CALLS])
+        fiscal = q.span.fiscal_year
+        limit = max(3, conv.today.year - fiscal + 3) if fiscal else 3
+        calls = tuple(_facts_call(f.ticker, metric, limit) for f in q.firms[:MAX_CALLS])
         say = (
             f"I'll fetch the {metric.label} of {firm_names(q.firms)} from their XBRL data, "
             "one request per company, in parallel."

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.demo.reply import Reply, Say, block_id
+from gateway.demo.reply import Reply, Say, Think, block_id
 
 __all__ = ["message", "sse", "stream_events", "usage_of"]
 
@@ -25,7 +25,8 @@ _WORD = re.compile(r"\s*\S+\s*")
 def usage_of(request: dict[str, Any], reply: Reply) -> dict[str, int]:
     """Token counts of the size a real model would report: about four characters a token."""
     sent = len(orjson.dumps({k: v for k, v in request.items() if k != "stream"}))
-    produced = len(reply.text) + sum(len(orjson.dumps(c.input)) + 20 for c in reply.calls)
+    thought = sum(len(b.thinking) for b in reply.blocks if isinstance(b, Think))
+    produced = len(reply.text) + thought + sum(len(orjson.dumps(c.input)) + 20 for c in reply.calls)
     return {
         "input_tokens": max(1, sent // 4),
         "output_tokens": max(1, produced // 4),
@@ -39,6 +40,9 @@ def _content(request: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
     for index, block in enumerate(reply.blocks):
         if isinstance(block, Say):
             blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, Think):
+            signature = block_id("sig", [request.get("messages"), block.thinking], index)
+            blocks.append({"type": "thinking", "thinking": block.thinking, "signature": signature})
         else:
             tool_id = block_id("toolu", request.get("messages"), index)
             blocks.append({"type": "tool_use", "id": tool_id, "name": block.name,
@@ -81,6 +85,10 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     if block["type"] == "text":
         start: dict[str, Any] = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in text_pieces(block["text"])]
+    elif block["type"] == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in text_pieces(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
     else:
         start = dict(block, input={})
         raw = orjson.dumps(block["input"]).decode()

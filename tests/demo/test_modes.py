@@ -63,3 +63,14 @@ async def test_research_endpoint(make_demo_gateway: DemoFactory) -> None:
     body = await response.json()
     assert body["outcome"] == "completed" and "1835632" in body["text"]
     assert [c["name"] for c in body["toolCalls"]] == ["search_sec_company_tickers"]
+
+
+async def test_thinking_is_streamed_and_sent_back(demo_gateway: Client) -> None:
+    run = await ask(demo_gateway, "What is the CIK of Marvell?", thinking=True)
+    kinds = [e["type"] for e in run.events]
+    assert kinds.count("thinking_start") == 2 and kinds.count("thinking_complete") == 2
+    assert kinds.count("thinking_signature") == 2
+    thought = "".join(e["text"] for e in run.events if e["type"] == "thinking")
+    assert "Question shape: lookup." in thought and "Next: search_sec_company_tickers." in thought
+    assert "Next: answer from the tool results only." in thought
+    assert run.final["outcome"] == "completed" and "1835632" in run.answer

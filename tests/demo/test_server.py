@@ -54,16 +54,27 @@ async def raw_events(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "question", ["Find Tesla's 10-K filings since 2020", "What's a good recipe for pancakes?"]
+    ("question", "thinking"),
+    [
+        ("Find Tesla's 10-K filings since 2020", False),
+        ("What's a good recipe for pancakes?", False),
+        ("Find Tesla's 10-K filings since 2020", True),
+    ],
 )
 async def test_stream_rebuilds_the_same_message(
-    sdk: anthropic.AsyncAnthropic, question: str
+    sdk: anthropic.AsyncAnthropic, question: str, thinking: bool
 ) -> None:
     body = request(question)
+    if thinking:
+        body["thinking"] = {"type": "enabled", "budget_tokens": 1024}
     async with sdk.messages.stream(**body) as stream:
         streamed = await stream.get_final_message()
     created = await sdk.messages.create(**body)
     assert streamed.model_dump() == created.model_dump()
+    if thinking:
+        think = streamed.content.pop(0)
+        assert think.type == "thinking" and think.signature.startswith("sig_demo")
+        assert "Companies: Tesla (TSLA, CIK 1318605)." in think.thinking
     assert streamed.content[0].type == "text" and streamed.usage.output_tokens > 1
     if streamed.stop_reason == "tool_use":
         [use] = [b for b in streamed.content if b.type == "tool_use"]

@@ -225,3 +225,14 @@ async def test_follow_up_uses_the_earlier_company(demo_gateway: Client, toolset:
     assert run.inputs(FACTS) == [
         {"company_identifier": "NVDA", "concept": "net_income", "limit": 8}
     ]
+
+
+async def test_compare_one_fiscal_year(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(
+        demo_gateway, toolset, "Compare revenue of Apple, NVIDIA and Alphabet in 2024"
+    )
+    assert all(a["limit"] >= 4 for a in run.inputs(FACTS))
+    for fact in ("fiscal year 2024", "FY2024, ended 2024-09-28", "$391.0 billion",
+                 "FY2024, ended 2024-01-28", "$60.9 billion", "$350.0 billion"):  # fmt: skip
+        assert fact in run.answer
+    assert "FY2025" not in run.answer and "FY2026" not in run.answer
