@@ -148,7 +148,7 @@ async def test_limiter_holds_eight_per_second_under_a_burst(
     # Any 9 consecutive arrivals span at least a second: at most 8 in any 1 s window.
     spans = [arrivals[i + 8] - arrivals[i] for i in range(len(arrivals) - 8)]
     assert min(spans) >= 1.0, spans
-    assert arrivals[-1] - arrivals[0] < 2.5  # and it does not crawl either
+    assert arrivals[-1] - arrivals[0] < 4.0  # three windows of 8: it does not crawl either
 
 
 async def test_the_toolset_shares_one_limiter_across_hosts(

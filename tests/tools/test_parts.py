@@ -137,7 +137,7 @@ async def test_rate_limiter_spaces_a_burst() -> None:
 
     await asyncio.gather(*(one() for _ in range(10)))
     assert all(b - a >= 0.2 - 1e-3 for a, b in zip(starts, starts[4:], strict=False))
-    assert starts[-1] - starts[0] < 0.6
+    assert starts[-1] - starts[0] < 1.0  # three windows, not ten
 
 
 def test_rate_limiter_rejects_nonsense() -> None:
