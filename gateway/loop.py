@@ -61,8 +61,15 @@ class RunState:
     response_model: str | None = None
     last_calls: tuple[str, ...] = ()
     repeats: int = 0
+    current: TurnTranslator | None = None
+
+    def answer(self) -> str:
+        """The run's text as a reader of the stream saw it, even if cut off mid-turn."""
+        texts = self.texts if self.current is None else [*self.texts, *self.current.partial_texts()]
+        return "\n\n".join(texts)
 
     def add_turn(self, turn: TurnTranslator) -> None:
+        self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
         self.stop_reason = turn.stop_reason
         self.response_model = turn.model or self.response_model
@@ -85,7 +92,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
     while True:
         state.turns += 1
         yield events.turn_start(state.turns, config.max_turns)
-        turn = TurnTranslator(state.turns)
+        turn = state.current = TurnTranslator(state.turns)
         params = request_params(config, state.messages, tools, tools_off=wrap_up is not None)
         with deps.observer.model_call(state.turns, params) as call:
             async for event in stream_turn(deps.model, params, turn, config.retry, call.retry):

@@ -112,6 +112,12 @@ class TurnTranslator:
         self._parts: dict[int, list[str]] = {}
         self._stopped = False
 
+    def partial_texts(self) -> list[str]:
+        """Text so far, finished blocks and the one still streaming (for an interrupted turn)."""
+        partial = ["".join(parts) for i, parts in sorted(self._parts.items())
+                   if self._blocks[i].get("type") == "text" and parts]  # fmt: skip
+        return [*self.texts, *partial]
+
     @property
     def content(self) -> list[dict[str, Any]]:
         return [self._blocks[i] for i in sorted(self._blocks)]

@@ -160,3 +160,21 @@ async def test_heartbeat_while_tools_run(make_gateway: Any, fake: FakeAnthropic)
     body = await response.read()
     assert body.count(b": ping\n\n") >= 2
     assert body.endswith(b"\n\n") and b'"type":"final"' in body.split(b"\n\n")[-2]
+
+
+async def test_cancel_mid_text_keeps_the_partial_answer(
+    gateway: Client, fake: FakeAnthropic
+) -> None:
+    fake.add(Reply([Text("Already said. "), ToolUse("echo", {"text": "a"})]))
+    fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.02))
+    response = await gateway.post("/api/stream", json={"query": "x"})
+    seen: list[dict[str, Any]] = []
+    async for event in iter_events(response):
+        seen.append(event)
+        if event["type"] == "delta" and event.get("text") == "word ":
+            await gateway.post(f"/api/runs/{event['run_id']}/cancel")
+    second_turn = [i for i, e in enumerate(seen) if e["type"] == "turn_start"][1]
+    streamed = [e["text"] for e in seen[second_turn:] if e["type"] == "delta"]
+    final = seen[-1]
+    assert final["outcome"] == "cancelled" and streamed
+    assert final["result"] == "Already said. \n\n" + "".join(streamed)
