@@ -56,6 +56,10 @@ class Tool(Generic[InputT]):
     def input_schema(cls) -> dict[str, Any]:
         schema = cls.input_model.model_json_schema()
         schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            # Multi-line field docstrings keep their line breaks; the model needs none.
+            if isinstance(prop.get("description"), str):
+                prop["description"] = " ".join(prop["description"].split())
         return schema
 
     async def run(self, args: InputT, ctx: ToolContext) -> str:
