@@ -12,7 +12,10 @@ writes its answer only from what the tools returned.
     vocab        metrics, filing sections, form types, everyday words
     understand   question -> intent, companies, forms, dates, metrics, topic
     planner      the next move: tool calls (with a line of reasoning) or the answer
-    shapes_*     one plan per question shape, with its answer
+    common       what every plan shares: the Next move, the company lookup step
+    shapes_*     one plan per question shape (filings, documents, facts, search)
+    reading      which filing document to read next, and falling back when unreadable
+    facts_answers, compare_answers   answers written from XBRL results
     results, digest, fmt   reading tool results, quoting filings, formatting figures
 """
 

@@ -51,11 +51,27 @@ class Conversation:
 
 
 def read_request(body: dict[str, Any]) -> Conversation:
+    questions, steps, turns = _walk(body.get("messages", []))
+    choice = body.get("tool_choice") or {}
+    names = frozenset(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
+    return Conversation(
+        question=questions[-1] if questions else "",
+        earlier=tuple(questions[:-1]),
+        steps=tuple(steps),
+        turns=turns,
+        tools=names,
+        tools_off=isinstance(choice, dict) and choice.get("type") == "none",
+        today=_today(body.get("system")),
+    )
+
+
+def _walk(messages: list[dict[str, Any]]) -> tuple[list[str], list[Step], int]:
+    """The user's questions; the tool steps and assistant turns since the last one."""
     questions: list[str] = []
     steps: list[Step] = []
     pending: dict[str, tuple[str, dict[str, Any]]] = {}
     turns = 0
-    for msg in body.get("messages", []):
+    for msg in messages:
         blocks = _blocks(msg.get("content"))
         if msg.get("role") == "assistant":
             turns += 1
@@ -71,17 +87,7 @@ def read_request(body: dict[str, Any]) -> Conversation:
             if b.get("type") == "tool_result" and str(b.get("tool_use_id")) in pending:
                 name, args = pending.pop(str(b.get("tool_use_id")))
                 steps.append(_step(name, args, b))
-    choice = body.get("tool_choice") or {}
-    names = frozenset(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
-    return Conversation(
-        question=questions[-1] if questions else "",
-        earlier=tuple(questions[:-1]),
-        steps=tuple(steps),
-        turns=turns,
-        tools=names,
-        tools_off=isinstance(choice, dict) and choice.get("type") == "none",
-        today=_today(body.get("system")),
-    )
+    return questions, steps, turns
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from gateway.demo import facts_answers as answers
+from gateway.demo import compare_answers, facts_answers
 from gateway.demo.common import Next, firm_names, ident
 from gateway.demo.conversation import Conversation
 from gateway.demo.reply import Call
@@ -54,7 +54,7 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
             "financial data at the SEC."
         )
         return Next(say, tuple(_facts_call(q.firms[0].ticker, m, 8) for m in metrics))
-    return _fallback(q, conv) or _answer_or_unavailable(q, conv, answers.metric)
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
 
 
 def plan_trend(q: Question, conv: Conversation) -> Next | str:
@@ -68,7 +68,7 @@ def plan_trend(q: Question, conv: Conversation) -> Next | str:
             f"{years} years of annual values and the recent quarters."
         )
         return Next(say, tuple(_facts_call(q.firms[0].ticker, m, years) for m in metrics))
-    return _fallback(q, conv) or _answer_or_unavailable(q, conv, answers.trend)
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.trend)
 
 
 def _basic_eps() -> Metric:
@@ -93,7 +93,7 @@ def plan_compare(q: Question, conv: Conversation) -> Next | str:
             "one request per company, in parallel."
         )
         return Next(say, calls)
-    return _answer_or_unavailable(q, conv, answers.compare)
+    return _answer_or_unavailable(q, conv, compare_answers.compare)
 
 
 def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
@@ -103,7 +103,7 @@ def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
             "includes the latest balance-sheet values."
         )
         return Next(say, (Call(FACTS, {"company_identifier": q.firms[0].ticker}),))
-    return _answer_or_unavailable(q, conv, answers.balance_sheet)
+    return _answer_or_unavailable(q, conv, compare_answers.balance_sheet)
 
 
 def plan_rank(q: Question, conv: Conversation) -> Next | str:
@@ -116,7 +116,7 @@ def plan_rank(q: Question, conv: Conversation) -> Next | str:
         earlier = year - 1
         say = f"SEC has no frame for CY{year} yet; I'll try calendar {earlier} instead."
         return Next(say, _frame_calls(metric, earlier))
-    return _answer_or_unavailable(q, conv, answers.rank, FRAMES)
+    return _answer_or_unavailable(q, conv, compare_answers.rank, FRAMES)
 
 
 def _rank_say(metric: Metric, year: int) -> str:
@@ -137,7 +137,7 @@ def _frame_calls(metric: Metric, year: int) -> tuple[Call, ...]:
 
 
 def _answer_or_unavailable(
-    q: Question, conv: Conversation, write: answers.Writer, tool: str = FACTS
+    q: Question, conv: Conversation, write: facts_answers.Writer, tool: str = FACTS
 ) -> str:
     if not conv.done(tool):
         return unavailable(tool, "fetch the reported figures", conv)
