@@ -10,8 +10,8 @@ Keys and channels, all under `redis_key_prefix` (default `rg:`):
     ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
 
 The owner's in-memory log stays the source of truth, and readers on the owner read it. A
-mirror per run copies new frames to the stream in batches (one MULTI/EXEC every few ms), so
-no event waits for Redis; the terminal frame and `status=finished` share one transaction,
+mirror per run copies new frames to the stream in batches (one script call every few ms), so
+no event waits for Redis; the terminal frame and `status=finished` are written atomically,
 after which both keys expire in gateway_run_ttl_s. Readers on other processes replay and
 follow the stream with XREAD BLOCK. If Redis fails mid-run the run goes on in memory: the
 mirror logs once, and catches up from the stream's last id when Redis answers again.
@@ -30,13 +30,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
-from gateway.sessions import MemorySessions, Message
+from gateway.sessions import RedisSessions
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,25 @@ OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
 KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
-REDIS_ERRORS = (RedisError, OSError, TimeoutError)
+REDIS_ERRORS = (RedisError, OSError, TimeoutError)  # what a lost or slow Redis raises
+
+# Append a batch of frames from seq ARGV[1] on (the last one terminal if ARGV[4] is 1) and
+# set the record, its status and both TTLs: one call, atomic, whatever the batch size.
+_APPEND = """
+local seq = tonumber(ARGV[1])
+for i = 7, #ARGV do
+  if ARGV[4] == '1' and i == #ARGV then
+    redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'f', ARGV[i], 'end', '1')
+  else
+    redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'f', ARGV[i])
+  end
+  seq = seq + 1
+end
+local status = ARGV[4] == '1' and 'finished' or 'running'
+redis.call('hset', KEYS[2], 'owner', ARGV[5], 'session_id', ARGV[6], 'status', status)
+redis.call('expire', KEYS[1], ARGV[3])
+redis.call('expire', KEYS[2], ARGV[3])
+"""
 
 # Count a reader on a non-owner process in (+1) or out (-1), only while the run exists; when
 # the last one leaves a running run, tell the owner so its grace timer starts now.
@@ -83,6 +100,7 @@ class RedisStore:
             url, socket_connect_timeout=OP_TIMEOUT_S, socket_timeout=None
         )
         self._count_reader = self.client.register_script(_COUNT_READER)
+        self._append = self.client.register_script(_APPEND)
         self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self._listener: asyncio.Task[None] | None = None
         self._mirrors: set[LogMirror] = set()
@@ -139,8 +157,17 @@ class RedisStore:
         self._mirrors.add(mirror)
         mirror.task.add_done_callback(lambda _: self._mirrors.discard(mirror))
 
+    async def append(
+        self, run_id: str, session_id: str, first: int, frames: list[bytes], *, end: bool
+    ) -> None:
+        """Write frames `first`, `first + 1`... of a run (the last one terminal if `end`)."""
+        ttl = self.run_ttl_s if end else RUNNING_TTL_S
+        args: list[bytes | str | int] = [first, self.max_events, ttl, int(end)]
+        args += [self.worker_id, session_id, *frames]
+        await self._append(keys=[self.events_key(run_id), self.run_key(run_id)], args=args)
+
     def sessions(self, ttl_s: float) -> RedisSessions:
-        return RedisSessions(self.client, f"{self.prefix}session:", ttl_s)
+        return RedisSessions(self.client, f"{self.prefix}session:", ttl_s, OP_TIMEOUT_S)
 
     async def readers(self, run_id: str) -> int:
         """Readers of an owned run attached on other processes (0 if Redis fails: then the
@@ -174,18 +201,15 @@ class RedisStore:
     async def cancel(self, run_id: str) -> bool | None:
         """Ask the owner to cancel: whether it was running, None if the run is unknown."""
         with _answer_errors():
-            return await self._cancel(run_id)
-
-    async def _cancel(self, run_id: str) -> bool | None:
-        async with asyncio.timeout(OP_TIMEOUT_S):
-            reply: Any = await self.client.hmget(self.run_key(run_id), ["status", "owner"])
-            status, owner = reply
-            if status is None:
-                return None
-            if status != b"running" or owner is None:
-                return False
-            channel = f"{self.prefix}ctl:{owner.decode()}"
-            return int(await self.client.publish(channel, f"cancel {run_id}")) > 0
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                reply: Any = await self.client.hmget(self.run_key(run_id), ["status", "owner"])
+                status, owner = reply
+                if status is None:
+                    return None
+                if status != b"running" or owner is None:
+                    return False
+                channel = f"{self.prefix}ctl:{owner.decode()}"
+                return int(await self.client.publish(channel, f"cancel {run_id}")) > 0
 
     async def follow(
         self, run_id: str, after: int, heartbeat_s: float, *, live: bool
@@ -224,11 +248,10 @@ class LogMirror:
     ) -> None:
         self._store = store
         self._log = event_log
+        self._run_id = run_id
+        self._session_id = session_id
         self._key = store.events_key(run_id)
-        self._record = store.run_key(run_id)
-        self._fields = {"owner": store.worker_id, "session_id": session_id, "status": "running"}
         self._flushed: int | None = 0  # last seq in the stream; None: unknown after a failure
-        self._recorded = False
         self._last_ok = time.monotonic()
         self.healthy = True
         self.task = asyncio.create_task(self._run())
@@ -275,57 +298,14 @@ class LogMirror:
 
     async def _flush(self) -> None:
         store, log_ = self._store, self._log
-        if self._flushed is None:  # a failed transaction may have been applied after all
+        if self._flushed is None:  # a failed call may have been applied after all
             top: Any = await store.client.xrevrange(self._key, "+", "-", count=1)
             self._flushed = int(top[0][0].split(b"-")[0]) if top else 0
         first = max(self._flushed + 1, log_.first_seq)
         frames = log_.since(self._flushed)[:FLUSH_MAX]
         end = log_.closed and first + len(frames) - 1 == log_.last_seq
-        pipe = store.client.pipeline(transaction=True)
-        if not self._recorded:
-            pipe.hset(self._record, mapping=self._fields)  # type: ignore[arg-type]
-        for offset, frame in enumerate(frames):
-            fields: dict[Any, Any] = {"f": frame}
-            if end and offset == len(frames) - 1:
-                fields["end"] = 1
-            pipe.xadd(self._key, fields, id=f"{first + offset}-0",
-                      maxlen=store.max_events, approximate=True)  # fmt: skip
-        if end:
-            pipe.hset(self._record, "status", "finished")
-        ttl = store.run_ttl_s if end else RUNNING_TTL_S
-        pipe.expire(self._key, ttl)
-        pipe.expire(self._record, ttl)
-        await pipe.execute()
-        self._recorded, self._flushed = True, first + len(frames) - 1
-
-
-class RedisSessions:
-    """Histories in Redis, shared by every process; kept here only while Redis fails."""
-
-    def __init__(self, client: redis.Redis, prefix: str, ttl_s: float) -> None:
-        self._client = client
-        self._prefix = prefix
-        self._ttl_s = max(1, round(ttl_s))
-        self._fallback = MemorySessions(ttl_s)
-
-    async def get(self, session_id: str) -> list[Message]:
-        try:
-            async with asyncio.timeout(OP_TIMEOUT_S):
-                raw = await self._client.get(self._prefix + session_id)
-        except REDIS_ERRORS as exc:
-            log.warning("run store: cannot read session %s (%s)", session_id, exc)
-            return await self._fallback.get(session_id)
-        return list(orjson.loads(raw)) if raw else []
-
-    async def save(self, session_id: str, messages: list[Message]) -> None:
-        try:
-            async with asyncio.timeout(OP_TIMEOUT_S):
-                await self._client.set(
-                    self._prefix + session_id, orjson.dumps(messages), ex=self._ttl_s
-                )
-        except REDIS_ERRORS as exc:
-            log.warning("run store: cannot save session %s (%s)", session_id, exc)
-            await self._fallback.save(session_id, messages)
+        await store.append(self._run_id, self._session_id, first, frames, end=end)
+        self._flushed = first + len(frames) - 1
 
 
 @contextlib.contextmanager

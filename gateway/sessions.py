@@ -1,11 +1,20 @@
-"""Conversation histories by session id, so `sessionId` continues an earlier run; and the
-validation of a client-supplied history against what the Messages API accepts.
+"""Conversation histories by session id, so `sessionId` continues an earlier run (in this
+process, or in Redis for every process); and the validation of a client-supplied history
+against what the Messages API accepts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any, Protocol
+
+import orjson
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
 
@@ -36,6 +45,38 @@ class MemorySessions:
         self._items[session_id] = (time.monotonic(), list(messages))
         while len(self._items) > self._max:  # oldest first: dicts keep insertion order
             del self._items[next(iter(self._items))]
+
+
+class RedisSessions:
+    """Histories in Redis (`{prefix}{session_id}`, JSON, expiring `ttl_s` after each save),
+    shared by every process; kept in this process only while Redis fails."""
+
+    def __init__(
+        self, client: redis.Redis, prefix: str, ttl_s: float, timeout_s: float = 5.0
+    ) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._ttl_s = max(1, round(ttl_s))
+        self._timeout_s = timeout_s
+        self._fallback = MemorySessions(ttl_s)
+
+    async def get(self, session_id: str) -> list[Message]:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                raw = await self._client.get(self._prefix + session_id)
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.warning("cannot read session %s from Redis (%s)", session_id, exc)
+            return await self._fallback.get(session_id)
+        return list(orjson.loads(raw)) if raw else []
+
+    async def save(self, session_id: str, messages: list[Message]) -> None:
+        data = orjson.dumps(messages)
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await self._client.set(self._prefix + session_id, data, ex=self._ttl_s)
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.warning("cannot save session %s to Redis (%s)", session_id, exc)
+            await self._fallback.save(session_id, messages)
 
 
 def consistent_history(messages: list[Message]) -> list[Message]:

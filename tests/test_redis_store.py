@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from gateway import keys
 from gateway.app import create_app
-from gateway.redis_store import StoreUnavailable
+from gateway.redis_store import RedisStore, StoreUnavailable
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, iter_events, read_events, settings_for, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -184,13 +184,13 @@ async def test_log_is_mirrored_in_batches_and_expires(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client, prefix = shared_redis
-    trips = count_transactions(monkeypatch)
+    writes = count_writes(monkeypatch)
     a, _ = await make_pair(gateway_run_ttl_s=120)
     fake.add(Reply([Text("x" * 3000, chunk=2)]))  # 1,500 deltas as fast as they come
     events = await stream(a, query="x")
     run_id, last = events[-1]["run_id"], events[-1]["seq"]
     await mirrored(client, prefix, run_id)
-    assert trips["execute"] < last / 20  # batches, not a round trip per event
+    assert writes["writes"] < last / 20  # batches, not a round trip per event
     entries: Any = await client.xrange(f"{prefix}run:{run_id}:events")
     assert [entry_id for entry_id, _ in entries] == [f"{n}-0".encode() for n in range(1, last + 1)]
     assert [fields.get(b"end") for _, fields in entries][-2:] == [None, b"1"]
@@ -222,7 +222,7 @@ async def test_redis_failing_mid_run_keeps_the_run_and_catches_up(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    redis_state = count_transactions(monkeypatch)
+    redis_state = count_writes(monkeypatch)
     a, b = await make_pair()
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.005))
     with caplog.at_level(logging.INFO, logger="gateway.redis_store"):
@@ -238,7 +238,7 @@ async def test_redis_back_after_the_run_ended_gets_the_terminal_event(
     fake: FakeAnthropic,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    redis_state = count_transactions(monkeypatch)
+    redis_state = count_writes(monkeypatch)
     a, b = await make_pair()
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.002))
     events = await stream_with_outage(a, redis_state, down_at=5, up_at=None)
@@ -254,7 +254,7 @@ async def test_redis_down_for_good_ends_the_run_in_memory(
     fake: FakeAnthropic,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    redis_state = count_transactions(monkeypatch)
+    redis_state = count_writes(monkeypatch)
     redis_state["down"] = 1
     a, _ = await make_pair()
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.002))
@@ -283,17 +283,17 @@ async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
             await asyncio.sleep(0.01)
 
 
-def count_transactions(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Count the mirror's transactions (`execute`); while `down` is set they fail."""
-    state = {"execute": 0, "down": 0, "failed": 0}
-    execute = redis.client.Pipeline.execute
+def count_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the mirrors' writes (`writes`); while `down` is set they fail."""
+    state = {"writes": 0, "down": 0, "failed": 0}
+    append = RedisStore.append
 
-    async def counted(self: redis.client.Pipeline, raise_on_error: bool = True) -> list[Any]:
-        state["execute"] += 1
+    async def counted(self: RedisStore, *args: Any, **kwargs: Any) -> None:
+        state["writes"] += 1
         if state["down"]:
             state["failed"] += 1
             raise redis.ConnectionError("injected: Redis went away")
-        return await execute(self, raise_on_error)
+        await append(self, *args, **kwargs)
 
-    monkeypatch.setattr(redis.client.Pipeline, "execute", counted)
+    monkeypatch.setattr(RedisStore, "append", counted)
     return state
