@@ -8,7 +8,7 @@ from typing import Any
 from gateway.demo.conversation import Conversation, Step
 from gateway.demo.facts_answers import cap, failed, filing_ref, label_of, series_steps
 from gateway.demo.fmt import change, fiscal_year, money, period, table
-from gateway.demo.results import Series, as_series, error_of, rows, text_of
+from gateway.demo.results import Series, as_series, error_of, rows, text_of, valued
 from gateway.demo.understand import Question
 
 __all__ = ["balance_sheet", "compare", "rank"]
@@ -75,15 +75,15 @@ BALANCE_SHEET = (
 
 def balance_sheet(q: Question, conv: Conversation) -> str:
     step = series_steps(conv)[0]
-    if step.is_error or not isinstance(step.data, dict):
-        return failed(step)
-    metrics = step.data.get("metrics") if isinstance(step.data.get("metrics"), dict) else {}
-    company = step.data.get("company") if isinstance(step.data.get("company"), dict) else {}
-    assert isinstance(metrics, dict) and isinstance(company, dict)
+    data = step.data if isinstance(step.data, dict) and not step.is_error else {}
+    metrics, company = data.get("metrics"), data.get("company")
+    if not isinstance(metrics, dict) or not isinstance(company, dict):
+        who = step.input.get("company_identifier")
+        return f"I couldn't get the balance sheet of {who}: {error_of(step)}"
     body, cited = [], ""
     for key, label in BALANCE_SHEET:
         found = metrics.get(key)
-        latest = [r for r in found.get("latest") or [] if isinstance(r, dict)] if found else []
+        latest = valued(found.get("latest")) if isinstance(found, dict) else []
         if not latest:
             continue
         row, prev = latest[0], latest[1] if len(latest) > 1 else None

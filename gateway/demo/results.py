@@ -8,7 +8,7 @@ from typing import Any
 
 from gateway.demo.conversation import Step
 
-__all__ = ["Doc", "Series", "as_doc", "as_series", "error_of", "rows", "text_of"]
+__all__ = ["Doc", "Series", "as_doc", "as_series", "error_of", "rows", "text_of", "valued"]
 
 
 def rows(step: Step | None, key: str) -> list[dict[str, Any]]:
@@ -58,10 +58,8 @@ def as_series(step: Step) -> Series | None:
     company = data.get("company") if isinstance(data.get("company"), dict) else {}
     assert isinstance(company, dict)
 
-    def valued(kind: str) -> list[dict[str, Any]]:
-        found = kinds.get(kind)
-        items = found if isinstance(found, list) else []
-        return [r for r in items if isinstance(r, dict) and _number(r.get("value"))]
+    def valued_rows(kind: str) -> list[dict[str, Any]]:
+        return valued(kinds.get(kind))
 
     return Series(
         company=str(company.get("name") or ""),
@@ -69,10 +67,19 @@ def as_series(step: Step) -> Series | None:
         concept=str(data.get("concept") or ""),
         label=str(data.get("label") or data.get("concept") or ""),
         unit=unit,
-        annual=valued("annual"),
-        quarterly=valued("quarterly"),
-        instant=valued("instant"),
+        annual=valued_rows("annual"),
+        quarterly=valued_rows("quarterly"),
+        instant=valued_rows("instant"),
     )
+
+
+def valued(found: Any) -> list[dict[str, Any]]:
+    """The facts in a list that have a numeric value and an end date."""
+    items = found if isinstance(found, list) else []
+    return [
+        r for r in items
+        if isinstance(r, dict) and _number(r.get("value")) and isinstance(r.get("end"), str)
+    ]  # fmt: skip
 
 
 def _number(value: Any) -> bool:

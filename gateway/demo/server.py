@@ -9,6 +9,7 @@ shows them arriving; tests pass `delay_s=0`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
@@ -21,6 +22,8 @@ from gateway.demo.reply import Reply, Say, Think, block_id
 from gateway.demo.wire import message, sse, stream_events
 
 __all__ = ["DEMO_MODEL", "PACING_S", "create_demo_app"]
+
+log = logging.getLogger(__name__)
 
 PACING_S = 0.015
 """Pause before each content delta of a stream, so a browser shows it arriving."""
@@ -63,7 +66,11 @@ async def _messages(request: web.Request) -> web.StreamResponse:
         return _error(400, problem)
     thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
     index = await request.app[_INDEX].index()
-    reply = respond(read_request(body), index, thinking=thinking)
+    try:
+        reply = respond(read_request(body), index, thinking=thinking)
+    except Exception:  # a bug in the rules: answer as the API does, never with a bare 500
+        log.exception("demo model failed")
+        return _error(500, "The demo model failed on this request.", "api_error")
     reply = _within_max_tokens(reply, body["max_tokens"])
     model = str(body.get("model") or DEMO_MODEL)
     headers = {"request-id": block_id("req", body.get("messages"))}
@@ -109,8 +116,8 @@ def _within_max_tokens(reply: Reply, max_tokens: int) -> Reply:
     return Reply((*thinking, Say(reply.text[:limit])), forced_stop="max_tokens")
 
 
-def _error(status: int, text: str) -> web.Response:
-    body = {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+def _error(status: int, text: str, kind: str = "invalid_request_error") -> web.Response:
+    body = {"type": "error", "error": {"type": kind, "message": text}}
     return web.json_response(body, status=status, dumps=_dumps)
 
 

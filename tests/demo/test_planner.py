@@ -4,10 +4,14 @@ the messages, the tools offered and `tool_choice`, with no state kept between ca
 from __future__ import annotations
 
 import datetime as dt
+import re
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
+import gateway.demo
 from gateway.demo.companies import CompanyIndex
 from gateway.demo.conversation import read_request
 from gateway.demo.planner import MAX_TURNS, respond
@@ -15,6 +19,7 @@ from gateway.demo.reply import Call, Reply, Say
 from tools import all_tools
 
 ALL_TOOLS = [t.name for t in all_tools()]
+QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
 TESLA_LOOKUP = {
     "matches": [{"ticker": "TSLA", "name": "Tesla, Inc.", "cik": 1318605, "exchange": "Nasdaq"}]
 }
@@ -160,3 +165,31 @@ def test_request_reading() -> None:
                           {"role": "user", "content": "And Apple?"}]})  # fmt: skip
     assert later.question == "And Apple?" and later.steps == () and later.turns == 0
     assert later.earlier == ("Find Tesla's 10-K filings",)
+
+
+ODD_RESULTS: list[tuple[Any, bool]] = [
+    ("{}", False),
+    ("[]", False),
+    ("not json at all", False),
+    ('{"filings": "none", "matches": [1, 2], "units": {"USD": []}, "data": [null]}', False),
+    ('{"units": {"USD": {"annual": [{"value": "big"}], "quarterly": 3}}}', False),
+    ('{"metrics": {"total_assets": {"latest": [{"value": null}]}}, "text": 5}', False),
+    ("The service is down.", True),
+]
+
+
+@pytest.mark.parametrize("odd", range(len(ODD_RESULTS)))
+def test_odd_tool_results_never_break_the_plan(index: CompanyIndex, odd: int) -> None:
+    """Whatever the tools return, every example ends in a text answer within the cap."""
+    examples = re.findall(
+        r"^\| \d+ \| [^|]+ \| `\w+` \| ([^|]+) \|", QUESTIONS_MD.read_text(), re.M
+    )
+    for example in examples:
+        turns: list[list[tuple[str, dict[str, Any], Any, bool]]] = []
+        for _ in range(MAX_TURNS + 1):
+            reply = plan(index, conversation(example.strip(), *turns))
+            if not reply.calls:
+                break
+            content, is_error = ODD_RESULTS[(odd + len(turns)) % len(ODD_RESULTS)]
+            turns.append([(c.name, c.input, content, is_error) for c in reply.calls])
+        assert reply.calls == [] and reply.text.strip(), example

@@ -177,3 +177,18 @@ async def test_stream_is_paced(aiohttp_server: AiohttpServer) -> None:
     events = await raw_events(url, request("What's a good recipe for pancakes?"))
     deltas = sum(e["type"] == "content_block_delta" for e in events)
     assert time.monotonic() - started >= deltas * 0.01 * 0.9
+
+
+async def test_a_bug_is_an_api_error(
+    sdk: anthropic.AsyncAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise ZeroDivisionError
+
+    monkeypatch.setattr("gateway.demo.server.respond", broken)
+    with pytest.raises(anthropic.InternalServerError) as raised:
+        await sdk.messages.create(**request("What is the CIK of Marvell?"))
+    assert raised.value.body == {
+        "type": "error",
+        "error": {"type": "api_error", "message": "The demo model failed on this request."},
+    }
