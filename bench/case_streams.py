@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from bench.common import percentile
+from bench.common import cpu_pressure_us, percentile, schedstat
 from bench.procs import Proc
-from bench.run import Bench, Row
+from bench.run import Bench, Row, settle
 from bench.script import Scenario
 
 RATE = 20.0
@@ -51,10 +51,16 @@ async def many_streams(bench: Bench) -> None:
 async def _phase(
     bench: Bench, proc: Proc | None, load: Coroutine[Any, Any, dict[str, Any]]
 ) -> dict[str, Any]:
-    """One load, with the server's RSS sampled every 0.2 s and its probe read around it."""
+    """One load, with the server's RSS sampled every 0.2 s and its probe read around it.
+
+    It starts once the machine is quiet enough (bounded wait), and records how much CPU
+    the machine's other tasks left it: PSI pressure and each process's run-queue wait.
+    """
+    settled = await settle(bench.pick(10.0, 60.0))
     before = await proc.stats(bench.session, reset=True) if proc is not None else None
     await bench.upstream.stats(bench.session, reset=True)
-    up_cpu = bench.upstream.cpu_s()
+    up_cpu, up_wait = bench.upstream.cpu_s(), schedstat(bench.upstream.pid)[1]
+    pressure = cpu_pressure_us()
     task = asyncio.create_task(load)
     peak = 0
     while not task.done():
@@ -79,6 +85,9 @@ async def _phase(
         "wall_s": result["wall_s"],
         "load_cpu_s": result["cpu_s"],
         "upstream_cpu_s": bench.upstream.cpu_s() - up_cpu,
+        "core0_wait_s": result["wait_s"] + (schedstat(bench.upstream.pid)[1] - up_wait) / 1e9,
+        "pressure": (cpu_pressure_us() - pressure) / 1e6 / result["wall_s"],
+        "pressure_before": settled,
     }
     if proc is not None and before is not None:
         after = await proc.stats(bench.session)
@@ -91,6 +100,7 @@ async def _phase(
             "gc2": after["gc"]["2"],
             "lag_max_ms": after["lag_max_ms"],
             "lag_p99_ms": after["lag_p99_ms"],
+            "wait_share": (after["wait_ns"] - before["wait_ns"]) / 1e9 / result["wall_s"],
         }
     return found
 
@@ -140,11 +150,17 @@ def streams_table(bench: Bench) -> list[list[str]]:
             cells.append(_pair(*added, sign="+"))
         cells += [_pair(p["latency_p50"], p["latency_p99"]), str(p["errors"])]
         if p["system"] == "direct":
-            cells += ["", "", "", ""]
+            cells += ["", "", "", "", ""]
         else:
             cells += [f"{p['rss_per_stream_kb']:.0f}", f"{p['cpu_share'] * 100:.0f}",
+                      f"{p['wait_share'] * 100:.0f}",
                       f"{p['gc2']['count']} / {p['gc2']['max_ms']:.0f}",
                       f"{p['lag_max_ms']:.0f}"]  # fmt: skip
-        core0 = (p["load_cpu_s"] + p["upstream_cpu_s"]) / p["wall_s"] * 100
-        rows.append([*cells, f"{core0:.0f}"])
+        wall = p["wall_s"]
+        core0 = (p["load_cpu_s"] + p["upstream_cpu_s"]) / wall * 100
+        cells += [
+            f"{core0:.0f} / {p['core0_wait_s'] / wall * 100:.0f}",
+            f"{p['pressure'] * 100:.0f}",
+        ]
+        rows.append(cells)
     return rows

@@ -53,3 +53,34 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
+
+
+def schedstat(pid: int | str = "self") -> tuple[int, int]:
+    """Nanoseconds a process (all threads) spent running, and runnable but waiting for a
+    CPU: the second is what a busy neighbour costs it. (0, 0) where the kernel has none."""
+    run = wait = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+                fields = stat.read().split()
+        except OSError:
+            continue
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run, wait
+
+
+def cpu_pressure_us() -> int:
+    """Total microseconds some task waited for a CPU, machine-wide (PSI); 0 if unavailable."""
+    try:
+        with open("/proc/pressure/cpu") as pressure:
+            for line in pressure:
+                if line.startswith("some"):
+                    return int(line.rsplit("total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

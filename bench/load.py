@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from bench.common import cpu_s, raise_nofile
+from bench.common import cpu_s, raise_nofile, schedstat
 from bench.wire import Dechunker, Response, request_bytes
 
 OK_TERMINALS = frozenset({"final", "message_stop"})
@@ -158,10 +158,13 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
     results = [StreamResult() for _ in range(count)]
     started = time.monotonic()
     cpu_before = cpu_s()
+    wait_before = schedstat()[1]
     async with asyncio.TaskGroup() as group:
         for i, result in enumerate(results):
             group.create_task(one_stream(spec, ramp * i / count, result))
-    return summarize(results, time.monotonic() - started, cpu_s() - cpu_before, spec)
+    summary = summarize(results, time.monotonic() - started, cpu_s() - cpu_before, spec)
+    summary["wait_s"] = (schedstat()[1] - wait_before) / 1e9
+    return summary
 
 
 def summarize(

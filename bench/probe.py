@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bench.common import percentile, rss_kb
+from bench.common import percentile, rss_kb, schedstat
 
 LAG_TICK_S = 0.02
 
@@ -51,8 +51,11 @@ class Probe:
             str(gen): {"count": len(p), "max_ms": max(p, default=0.0), "total_ms": sum(p)}
             for gen, p in self.gc_pauses.items()
         }
+        run_ns, wait_ns = schedstat()
         return {
             "cpu_ns": time.process_time_ns(),
+            "run_ns": run_ns,
+            "wait_ns": wait_ns,
             "rss_kb": rss_kb(),
             "gc": gc_stats,
             "lag_p99_ms": percentile(self.lags, 99) if self.lags else 0.0,

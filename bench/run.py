@@ -6,6 +6,7 @@ against in the same run, their ratio, the target and whether it was met.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.common import cpu_pressure_us
 from bench.procs import Cores, Proc, run_load
 from bench.script import Scenario
 
@@ -119,6 +121,18 @@ class Bench:
         result = await self.load(proc, scenario, **kwargs)
         after = await proc.stats(self.session)
         return (after["cpu_ns"] - before["cpu_ns"]) / 1e9, result | {"probe": after}
+
+
+async def settle(limit_s: float, busy: float = 0.25, window_s: float = 2.0) -> float:
+    """Wait (at most `limit_s`) for a window in which tasks machine-wide waited for a CPU
+    less than `busy` of the time (Linux PSI); the last window's share, 0 without PSI."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        before, started = cpu_pressure_us(), time.monotonic()
+        await asyncio.sleep(window_s)
+        share = (cpu_pressure_us() - before) / 1e6 / (time.monotonic() - started)
+        if share < busy or time.monotonic() > deadline:
+            return share
 
 
 @contextlib.contextmanager
