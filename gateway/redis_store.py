@@ -258,6 +258,7 @@ class LogMirror:
 
     async def _run(self) -> None:
         try:
+            await self._guard(self._flush)  # the record at once: the run is known everywhere
             while await self._step():
                 pass
         except Exception:  # a bug here must not end the run: it goes on in memory

@@ -17,9 +17,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from redis.exceptions import RedisError
 
-from gateway import keys
+from gateway import keys, redis_store
 from gateway.app import create_app
 from gateway.redis_store import RedisStore, StoreUnavailable
+from gateway.sse import parse_frames
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, iter_events, read_events, settings_for, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -101,6 +102,19 @@ async def test_reattach_on_another_process_loses_and_repeats_nothing(
     assert "".join(e["text"] for e in every if e["type"] == "delta") == SLOW
     after = await b.get(f"/api/stream/{run_id}?after=3")
     assert (await read_events(after))[0]["seq"] == 4
+
+
+async def test_a_run_is_known_everywhere_from_its_first_event(
+    make_pair: Callable[..., Awaitable[Pair]], fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_store, "FLUSH_INTERVAL_S", 0.3)  # the record must not wait for it
+    a, b = await make_pair()
+    fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.002))
+    response = await a.post("/api/stream", json={"query": "x"})
+    first = parse_frames(await response.content.readuntil(b"\n\n"))
+    follower = await b.get(f"/api/stream/{first[0]['run_id']}", headers={"Last-Event-ID": "1"})
+    assert follower.status == 200
+    assert first + await read_events(follower) == first + (await read_events(response))
 
 
 async def test_cancel_sent_to_another_process(
