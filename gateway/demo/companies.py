@@ -39,12 +39,13 @@ class Firm:
 
     @property
     def label(self) -> str:
-        """A readable name for sentences: the name as written, or a tidied SEC name."""
-        if not self.said[:1].isdigit() and not self.said.upper().startswith("CIK"):
-            if self.said.isupper() or self.said.lower() != self.said:
-                return self.ticker_free_label()
-            return self.said[:1].upper() + self.said[1:]
-        return self.ticker_free_label()
+        """A readable name for sentences: the name as written ("Nvidia", "Meta"), or the
+        tidied SEC name when the question gave a ticker or CIK."""
+        said = self.said.lstrip("$")
+        as_ticker = said.isupper() and said == self.ticker.upper()
+        if as_ticker or said[:1].isdigit() or said.upper().startswith("CIK"):
+            return self.ticker_free_label()
+        return said[:1].upper() + said[1:]
 
     def ticker_free_label(self) -> str:
         words = [w for w in re.split(r"\s+", self.name.strip(" .,")) if w]

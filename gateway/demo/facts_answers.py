@@ -60,8 +60,9 @@ def _metric_part(step: Step, q: Question) -> str:
     pick = next((r for r in history if fiscal_year(r) == wanted), history[0] if history else None)
     if pick is None:
         return f"{s.company} reports {s.concept}, but with no annual or balance-sheet values."
+    loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (
-        f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}** "
+        f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}**{loss} "
         f"({period(pick, kind)}), per its {filing_ref(pick, s.cik)}."
     )
     if wanted and fiscal_year(pick) != wanted:

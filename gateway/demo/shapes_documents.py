@@ -123,7 +123,8 @@ def plan_latest(q: Question, conv: Conversation) -> Next | str:
         )
         args = {"query": firm.label, "forms": [form], "cik": str(firm.cik)}
         return Next(say, (Call(FULL_TEXT, args),))
-    answer = _document_answer(q, conv, candidates, f"the latest {form}")
+    what = f"the {form}{span_text(q.span)}" if q.span.after else f"the latest {form}"
+    answer = _document_answer(q, conv, candidates, what)
     if listed:
         answer += f"\n\nThe {form} filings in EDGAR's list, newest first:\n\n" + _table(listed)
     return answer

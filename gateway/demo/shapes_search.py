@@ -13,7 +13,7 @@ from gateway.demo.reading import READ, read_doc
 from gateway.demo.reply import Call
 from gateway.demo.results import error_of, rows, text_of
 from gateway.demo.shapes_filings import FILINGS, filings_answer, filings_call, unavailable
-from gateway.demo.understand import Question
+from gateway.demo.understand import CUES, Question
 
 __all__ = ["HELP", "plan_full_text", "plan_help", "plan_web"]
 
@@ -42,7 +42,12 @@ With an `ANTHROPIC_API_KEY` set, the gateway uses Claude instead."""
 
 
 def plan_help(q: Question, conv: Conversation) -> str:
-    if q.text.strip():
+    if CUES["prices"].search(q.text):
+        return (
+            "Market prices (share price, market capitalisation, valuation) are not in SEC "
+            "filings, and I have no market-data tool, so I can't answer that. " + HELP
+        )
+    if q.text.strip() and not CUES["help"].search(q.text):
         return "That is outside what I can research. " + HELP
     return HELP
 

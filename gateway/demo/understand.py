@@ -36,7 +36,9 @@ _CUES = {
     "trend": r"\bgr[eo]wn?\b|growth|trend|history|historical|over (?:the|time)|evolv|"
     r"year[- ]over[- ]year|by year|each year|\bchang|since",
     "latest": r"\blatest\b|most recent|\blast\b|\bnewest\b|\brecent",
-    "read": r"\bsay\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|\bannounce",
+    "read": r"\bsays?\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|"
+    r"\bannounce|\bwhat did\b",
+    "prices": r"market cap|stock price|share price|\bvaluation\b|price target|trading at",
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
 _FOLLOW_UP = re.compile(
@@ -113,7 +115,7 @@ def _intent(
     text: str, has_firm: bool, metrics: tuple[Metric, ...], topic: Topic | None,
     forms: tuple[str, ...],
 ) -> Intent:  # fmt: skip
-    if _cue("help", text) and not (has_firm or metrics or topic or forms):
+    if (_cue("help", text) and not (has_firm or metrics or topic or forms)) or _cue("prices", text):
         return "help"
     if _cue("full_text", text):
         return "full_text"
@@ -136,8 +138,8 @@ def _figures_or_filings(
     if metrics:
         return _metric_intent(text, has_firm)
     if forms or re.search(r"\bfil(?:ings?|ed)\b|\breports?\b|\bdocuments?\b", text, re.I):
-        latest = _cue("latest", text) and _cue("read", text) and not find_limit(text)
-        return "latest_filing" if len(forms) == 1 and latest else "filings"
+        read = _cue("read", text) and not find_limit(text)
+        return "latest_filing" if len(forms) == 1 and read else "filings"
     return "filings" if has_firm else "help"
 
 

@@ -56,7 +56,8 @@ METRICS: tuple[Metric, ...] = (
     _metric("gross_profit", "gross profit", "gross_profit",
             "GrossProfit", "USD", False, r"gross (?:profit|margin)"),
     _metric("net_income", "net income", "net_income", "NetIncomeLoss", "USD", False,
-            r"net (?:income|profit|loss|earnings)|\bprofits?\b|\bearnings\b|bottom line"),
+            r"net (?:income|profit|loss|earnings)|\bprofit(?:s|able|ability)?\b|\bearnings\b|"
+            r"bottom line"),
     _metric("revenue", "revenue", "revenue",
             "Revenues RevenueFromContractWithCustomerExcludingAssessedTax", "USD", False,
             r"\brevenues?\b|\bsales\b|top line|turnover"),
@@ -89,7 +90,7 @@ class Topic:
 
 TOPICS: tuple[Topic, ...] = (
     Topic("exec", "executive and director changes", "8-K", "Item 5.02", re.compile(
-        r"\bexecutives?\b|\bceo\b|\bcfo\b|\bofficers?\b|\bdirectors?\b|board members?|"
+        r"\bexecutives?\b|\bceo\b|\bcfo\b|\bofficers?\b|\bdirectors?\b|\bboard\b|"
         r"\bresign|\bappoint|departure|leadership|management changes?|5\.02", re.I)),
     Topic("risk", "risk factors", "10-K", "Item 1A", re.compile(r"\brisks?\b", re.I)),
     Topic("mdna", "MD&A (management's discussion and analysis)", "10-K", "Item 7",
@@ -100,14 +101,14 @@ TOPICS: tuple[Topic, ...] = (
     Topic("cyber", "cybersecurity", "10-K", "Item 1C", re.compile(r"cyber", re.I)),
     Topic("business", "business overview", "10-K", "Item 1", re.compile(
         r"what does \S+(?: \S+)? do\b|\bbusiness (?:overview|description|model)|"
-        r"describe (?:the|its) business|line of business", re.I)),
+        r"describe (?:the|its) business|line of business|(?:['’]s|\bits) business\b", re.I)),
 )  # fmt: skip
 
 # Form types by how people name them; the first match wins.
 FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("10-K", re.compile(r"\b10[- ]?K\b|annual reports?|\b10ks\b", re.I)),
-    ("10-Q", re.compile(r"\b10[- ]?Q\b|quarterly reports?|\b10qs\b", re.I)),
-    ("8-K", re.compile(r"\b8[- ]?K\b|current reports?|\b8ks\b", re.I)),
+    ("10-K", re.compile(r"\b10[- ]?Ks?\b|annual reports?", re.I)),
+    ("10-Q", re.compile(r"\b10[- ]?Qs?\b|quarterly reports?", re.I)),
+    ("8-K", re.compile(r"\b8[- ]?Ks?\b|current reports?", re.I)),
     ("DEF 14A", re.compile(r"\bdef ?14a\b|\bproxy\b", re.I)),
     ("S-1", re.compile(r"\bS-1\b|registration statements?", re.I)),
     ("20-F", re.compile(r"\b20-?F\b", re.I)),

@@ -236,3 +236,19 @@ async def test_compare_one_fiscal_year(demo_gateway: Client, toolset: Toolset) -
                  "FY2024, ended 2024-01-28", "$60.9 billion", "$350.0 billion"):  # fmt: skip
         assert fact in run.answer
     assert "FY2025" not in run.answer and "FY2026" not in run.answer
+
+
+async def test_an_8k_of_a_year_found_by_full_text(demo_gateway: Client, toolset: Toolset) -> None:
+    """No filing list for Adobe offline: the demo searches the filings' text instead."""
+    run = await grounded_run(demo_gateway, toolset, "What did Adobe report in its March 2023 8-K?")
+    assert run.plan() == [[LOOKUP], [FILINGS], [FULL_TEXT], [READ]]
+    [listed] = run.inputs(FILINGS)
+    assert listed["date_after"] == "2023-01-01" and listed["date_before"] == "2023-12-31"
+    assert run.inputs(FULL_TEXT)[0]["cik"] == "796343"
+    assert "Item 2.02. Results of Operations and Financial Condition." in run.answer
+    assert "first quarter fiscal year 2023 ended March 3, 2023" in run.answer
+
+
+async def test_market_prices_are_out_of_scope(demo_gateway: Client) -> None:
+    run = await ask(demo_gateway, "What's NVIDIA's market cap?")
+    assert run.uses == [] and "Market prices" in run.answer

@@ -57,7 +57,9 @@ def test_label_keeps_the_name_as_written(index: CompanyIndex) -> None:
     [tesla, nvidia] = read(index, "tesla and NVDA").firms
     assert tesla.label == "Tesla" and nvidia.label == "NVIDIA"
     [meta] = read(index, "Meta").firms
-    assert meta.label == "Meta Platforms" and meta.cik == 1326801
+    assert meta.label == "Meta" and meta.cik == 1326801
+    [apple] = read(index, "CIK 320193").firms
+    assert apple.label == "Apple" and apple.said == "320193"
 
 
 def test_examples_in_questions_md(index: CompanyIndex) -> None:
