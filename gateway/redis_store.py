@@ -40,7 +40,7 @@ from gateway.sessions import RedisSessions
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S = 0.005  # how long a new frame may wait for others to share its round trip
-FLUSH_MAX = 256  # frames per transaction; this many pending are flushed without waiting
+FLUSH_MAX = 256  # frames per write; this many pending are written without waiting
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
