@@ -277,6 +277,6 @@ def _final(
         tool_calls=state.tool_calls,
         duration_ms=duration_ms,
         usage=dict(state.usage),
-        result="\n\n".join(state.texts),
+        result=state.answer(),
         trace_id=trace_id,
     )
