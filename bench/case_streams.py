@@ -17,12 +17,13 @@ from bench.script import Scenario
 
 RATE = 20.0
 ON_TIME_MS = 100.0
+BUSY_WAIT = 0.05
 
 
 async def many_streams(bench: Bench) -> None:
     levels = bench.pick((500,), (250, 500, 1000))
-    duration = bench.pick(5.0, 10.0)
-    ramp = bench.pick(2.5, 5.0)
+    duration = bench.pick(6.0, 10.0)
+    ramp = bench.pick(4.0, 5.0)
     scenario = Scenario(n=int(RATE * duration), rate=RATE)
     phases: list[dict[str, Any]] = []
     for streams in levels:
@@ -32,11 +33,10 @@ async def many_streams(bench: Bench) -> None:
             "on_time_ms": ON_TIME_MS,
             "deadline_s": duration + 60,
         }
-        direct = await _phase(bench, None, bench.direct(scenario, **kwargs))
+        direct = await _attempts(bench, None, scenario, kwargs)
         phases.append(direct | {"system": "direct", "level": streams})
         for name in ("relay-raw", "gateway"):
-            async with bench.system(name) as proc:
-                found = await _phase(bench, proc, bench.load(proc, scenario, **kwargs))
+            found = await _attempts(bench, name, scenario, kwargs)
             phases.append(found | {"system": name, "level": streams, "direct": direct})
     bench.details["streams"] = {
         "phases": phases,
@@ -46,6 +46,33 @@ async def many_streams(bench: Bench) -> None:
         "on_time_ms": ON_TIME_MS,
     }
     _rows(bench, phases)
+
+
+async def _attempts(
+    bench: Bench, name: str | None, scenario: Scenario, kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """A phase, again (a bounded number of times, each with a fresh system) while the
+    machine's other tasks kept the measured processes waiting for a CPU more than
+    `BUSY_WAIT` of the time; the least disturbed attempt is kept, and says how disturbed."""
+    best: dict[str, Any] | None = None
+    for attempt in range(bench.pick(1, 3)):
+        if name is None:
+            found = await _phase(bench, None, bench.direct(scenario, **kwargs))
+        else:
+            async with bench.system(name) as proc:
+                found = await _phase(bench, proc, bench.load(proc, scenario, **kwargs))
+        found["attempts"] = attempt + 1
+        if best is None or _disturbed(found) < _disturbed(best):
+            best = found
+        if _disturbed(best) <= BUSY_WAIT:
+            break
+    assert best is not None
+    return best
+
+
+def _disturbed(phase: dict[str, Any]) -> float:
+    core0: float = phase["core0_wait_s"] / phase["wall_s"]
+    return max(core0, float(phase.get("wait_share", 0.0)))
 
 
 async def _phase(
@@ -162,5 +189,5 @@ def streams_table(bench: Bench) -> list[list[str]]:
             f"{core0:.0f} / {p['core0_wait_s'] / wall * 100:.0f}",
             f"{p['pressure'] * 100:.0f}",
         ]
-        rows.append(cells)
+        rows.append([*cells, str(p["attempts"])])
     return rows

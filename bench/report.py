@@ -178,6 +178,7 @@ def render(bench: Bench, command: str) -> str:
                     "loop lag max ms",
                     "core 0 busy / waiting %",
                     "machine CPU pressure %",
+                    "attempts",
                 ],
                 streams_table(bench),
             ),
