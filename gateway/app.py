@@ -87,7 +87,8 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     if settings.upstream_kind == "demo":
         from gateway.demo import create_demo_app
 
-        demo_runner = web.AppRunner(create_demo_app(), access_log=None)
+        demo_app = create_demo_app(delay_s=settings.gateway_demo_pacing_ms / 1000)
+        demo_runner = web.AppRunner(demo_app, access_log=None)
         await demo_runner.setup()
         site = web.TCPSite(demo_runner, "127.0.0.1", 0)
         await site.start()

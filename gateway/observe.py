@@ -17,8 +17,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from gateway import events
 from gateway.errors import UpstreamFailure
-from gateway.health import UPSTREAM_CODES
 from gateway.events import Event
+from gateway.health import UPSTREAM_CODES
 from gateway.metrics import Metrics
 from gateway.upstream import TurnTranslator
 from tools.registry import ToolOutcome

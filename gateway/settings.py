@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
     gateway_upstream_timeout_s: float = Field(600.0, gt=0)
     gateway_trace_content: bool = False
+    gateway_demo_pacing_ms: float = Field(15.0, ge=0)
+    """Pause before each streamed delta of the demo model, so people can watch it work."""
 
     sec_source: Literal["offline", "live"] = "offline"
     sec_user_agent: str | None = None

@@ -81,11 +81,14 @@ async def _messages(request: web.Request) -> web.StreamResponse:
     )
     await response.prepare(request)
     delay = request.app[_DELAY]
-    for event in stream_events(body, reply, model):
-        if delay and event["type"] == "content_block_delta":
-            await asyncio.sleep(delay)
-        await response.write(sse(event))
-    await response.write_eof()
+    try:
+        for event in stream_events(body, reply, model):
+            if delay and event["type"] == "content_block_delta":
+                await asyncio.sleep(delay)
+            await response.write(sse(event))
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the gateway closed the request (a cancelled run): nothing left to say
     return response
 
 
