@@ -85,18 +85,25 @@ def _row(fact: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+_PERIODIC_FORMS = ("10-K", "10-Q", "20-F", "40-F", "10-KT", "10-QT")
+
+
+def _rank(fact: dict[str, Any]) -> tuple[bool, str, str]:
+    periodic = str(fact.get("form", "")).split("/")[0] in _PERIODIC_FORMS
+    return periodic, fact.get("filed", ""), fact.get("accn", "")
+
+
 def series(facts: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    """One value per period of this kind, newest period first, latest filing winning."""
+    """One value per period of this kind, newest period first; a periodic report (10-K,
+    10-Q, ...) wins over other forms that repeat the value (a proxy, an 8-K), then the
+    latest filing wins."""
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for fact in facts:
         if period_kind(fact) != kind:
             continue
         key = (fact.get("start", ""), fact["end"])
         known = latest.get(key)
-        if known is None or (fact.get("filed", ""), fact.get("accn", "")) >= (
-            known.get("filed", ""),
-            known.get("accn", ""),
-        ):
+        if known is None or _rank(fact) >= _rank(known):
             latest[key] = fact
     ordered = sorted(latest.values(), key=lambda f: (f["end"], f.get("start", "")), reverse=True)
     return [_row(f) for f in ordered]
