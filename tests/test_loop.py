@@ -7,8 +7,9 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from tests.conftest import Sleep, stream, types
+from tests.conftest import stream, types
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
+from tests.fakes.tools import Sleep
 
 Client = TestClient[Any, Any]
 

@@ -8,8 +8,9 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from gateway import events as ev
-from tests.conftest import Sleep, iter_events, read_events, stream
+from tests.conftest import iter_events, read_events, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.fakes.tools import Sleep
 
 Client = TestClient[Any, Any]
 SLOW = "word " * 200

@@ -21,6 +21,7 @@ from gateway.metrics import Metrics
 from gateway.settings import Settings
 from gateway.toolset import StaticToolset
 from tests.fakes.anthropic import FakeAnthropic, Reply
+from tests.fakes.tools import Echo
 from tools.base import Tool, ToolContext, ToolInput
 from tools.registry import ToolRegistry
 
@@ -54,21 +55,6 @@ def is_loopback(url: str) -> bool:
     """Only the gateway on 127.0.0.1 (and in-page data:/blob: URLs) may be reached."""
     parts = urlsplit(url)
     return parts.scheme in ("data", "blob", "about") or parts.hostname in ("127.0.0.1", "localhost")
-
-
-class EchoInput(ToolInput):
-    text: str
-    """Text to echo back."""
-
-
-class Echo(Tool[EchoInput]):
-    """Echo the text back."""
-
-    name = "echo"
-    input_model = EchoInput
-
-    async def run(self, args: EchoInput, ctx: ToolContext) -> str:
-        return f"echo: {args.text}"
 
 
 class GateInput(ToolInput):
