@@ -1,6 +1,7 @@
 """`python -m bench.serve [--read-path raw|helper] --upstream URL`: the gateway as
-`python -m gateway` runs it (same app factory, INFO logging, `handler_cancellation=True`),
-pointed at the bench upstream, with the bench tools and the probe. Prints `READY <port>`.
+`python -m gateway` runs it (same app factory and tracing setup, INFO logging,
+`handler_cancellation=True`), pointed at the bench upstream, with the bench tools and the
+probe. Prints `READY <port>`.
 
 `--read-path helper` swaps in the SDK's stream helper (`bench.helper_model`) for the
 gateway's own raw-bytes read path; nothing else changes.
@@ -32,6 +33,7 @@ def main() -> None:
     import gateway.app
     from gateway.app import create_app
     from gateway.settings import Settings
+    from gateway.telemetry import configure_tracing
     from gateway.toolset import StaticToolset
 
     if args.read_path == "helper":
@@ -46,7 +48,9 @@ def main() -> None:
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",
     )
-    app = create_app(settings, toolset=StaticToolset(bench_registry()))
+    # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
+    provider = configure_tracing()
+    app = create_app(settings, toolset=StaticToolset(bench_registry()), tracer_provider=provider)
     probe.install(app)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
