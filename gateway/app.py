@@ -20,7 +20,8 @@ from gateway.middleware import observe_requests
 from gateway.model import AnthropicModel, RetryPolicy
 from gateway.observe import RunObserver
 from gateway.redis_store import RedisStore
-from gateway.runs import Run, RunFactory, RunManager, RunRequest
+from gateway.run import Run, RunRequest
+from gateway.runs import RunFactory, RunManager
 from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike

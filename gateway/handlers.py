@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from gateway import __version__, events, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.requests import body_from_query, parse_run_request, read_json_body
-from gateway.runs import Run
+from gateway.run import Run
 
 if TYPE_CHECKING:
     from gateway.redis_store import RedisStore

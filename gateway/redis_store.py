@@ -24,10 +24,9 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
@@ -36,6 +35,9 @@ from redis.exceptions import RedisError
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.sessions import RedisSessions
+
+if TYPE_CHECKING:
+    from gateway.redis_mirror import LogMirror
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ class RedisStore:
         self._append = self.client.register_script(_APPEND)
         self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self._listener: asyncio.Task[None] | None = None
-        self._mirrors: set[LogMirror] = set()
+        self._mirrors: set[LogMirror] = set()  # strong references: running tasks
 
     def run_key(self, run_id: str) -> str:
         return f"{self.prefix}run:{run_id}"
@@ -153,6 +155,8 @@ class RedisStore:
 
     def mirror(self, run_id: str, session_id: str, event_log: EventLog) -> None:
         """Copy a run's log to Redis from now until its terminal frame is there."""
+        from gateway.redis_mirror import LogMirror  # it needs this module's constants
+
         mirror = LogMirror(self, run_id, session_id, event_log)
         self._mirrors.add(mirror)
         mirror.task.add_done_callback(lambda _: self._mirrors.discard(mirror))
@@ -238,75 +242,6 @@ class RedisStore:
 
     async def _running(self, run_id: str) -> bool:
         return bool(await self.client.hget(self.run_key(run_id), "status") == b"running")
-
-
-class LogMirror:
-    """Copies one run's log to its stream in batches, until the terminal frame is there."""
-
-    def __init__(
-        self, store: RedisStore, run_id: str, session_id: str, event_log: EventLog
-    ) -> None:
-        self._store = store
-        self._log = event_log
-        self._run_id = run_id
-        self._session_id = session_id
-        self._key = store.events_key(run_id)
-        self._flushed: int | None = 0  # last seq in the stream; None: unknown after a failure
-        self._last_ok = time.monotonic()
-        self.healthy = True
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        try:
-            await self._guard(self._flush)  # the record at once: the run is known everywhere
-            while await self._step():
-                pass
-        except Exception:  # a bug here must not end the run: it goes on in memory
-            log.exception("run store: mirror of %s failed", self._key)
-
-    async def _step(self) -> bool:
-        """One transaction, after waiting for frames (or a keep-alive); False when done."""
-        log_, flushed = self._log, self._flushed
-        if flushed is not None and flushed == log_.last_seq:  # nothing pending
-            if log_.closed:
-                return False
-            grew = await log_.wait(KEEPALIVE_S)
-            if grew and not log_.closed and log_.last_seq - flushed < FLUSH_MAX:
-                await asyncio.sleep(FLUSH_INTERVAL_S)  # let a burst share the round trip
-        closed = log_.closed
-        if await self._guard(self._flush):
-            return True
-        if closed and time.monotonic() - self._last_ok > RUNNING_TTL_S:
-            return False  # Redis stayed away until the keys expired: nothing left to fix
-        await asyncio.sleep(RETRY_S)  # the run goes on; its frames wait in memory
-        return True
-
-    async def _guard(self, operation: Callable[[], Awaitable[None]]) -> bool:
-        try:
-            async with asyncio.timeout(OP_TIMEOUT_S):
-                await operation()
-        except REDIS_ERRORS as exc:
-            if self.healthy:
-                log.warning("run store: cannot write %s (%s); the run goes on in memory",
-                            self._key, exc)  # fmt: skip
-            self.healthy, self._flushed = False, None
-            return False
-        if not self.healthy:
-            log.info("run store: writing %s again", self._key)
-            self.healthy = True
-        self._last_ok = time.monotonic()
-        return True
-
-    async def _flush(self) -> None:
-        store, log_ = self._store, self._log
-        if self._flushed is None:  # a failed call may have been applied after all
-            top: Any = await store.client.xrevrange(self._key, "+", "-", count=1)
-            self._flushed = int(top[0][0].split(b"-")[0]) if top else 0
-        first = max(self._flushed + 1, log_.first_seq)
-        frames = log_.since(self._flushed)[:FLUSH_MAX]
-        end = log_.closed and first + len(frames) - 1 == log_.last_seq
-        await store.append(self._run_id, self._session_id, first, frames, end=end)
-        self._flushed = first + len(frames) - 1
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.errors import ValidationFailed
-from gateway.runs import RunRequest
+from gateway.run import RunRequest
 from gateway.sessions import history_problem
 from gateway.settings import Settings
 
