@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from datetime import UTC, datetime
 import anthropic
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
 from gateway import __version__, keys
@@ -49,13 +51,17 @@ def create_app(
     app[keys.METRICS].build_info.labels(
         __version__, settings.sdk_model, settings.upstream_kind
     ).set(1)
-    provider = tracer_provider or TracerProvider()
+    # Without an injected provider nothing exports: spans keep their ids (for trace_id in
+    # the events) but are not recorded.
+    provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.HEALTH] = UpstreamHealth()
     app[keys.STARTED_AT] = time.monotonic()
     app.cleanup_ctx.append(_tools_ctx(toolset))
     app.cleanup_ctx.append(_upstream_ctx)
     app.on_shutdown.append(_end_runs)
+    if settings.gateway_gc_freeze:
+        app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
     app.add_routes(routes())
     return app
 
@@ -101,6 +107,7 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
         max_retries=0,  # the gateway retries, and tells the client each time
         timeout=settings.gateway_upstream_timeout_s,
         http_client=anthropic.DefaultAioHttpClient(),
+        open_telemetry=False,  # the gateway's own `chat` span already covers the call
     )
     app[keys.UPSTREAM_URL] = str(client.base_url)
     app[keys.RUNS] = _run_manager(app, AnthropicModel(client))
@@ -180,6 +187,11 @@ def _stores(settings: Settings) -> tuple[SessionStore, RedisStore | None]:
 
 def _tracer(app: web.Application) -> Tracer:
     return app[keys.TRACER]
+
+
+async def _freeze_startup_heap(app: web.Application) -> None:
+    gc.collect()
+    gc.freeze()
 
 
 async def _end_runs(app: web.Application) -> None:

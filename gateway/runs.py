@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,7 @@ class RunManager:
         self._ttl_s = ttl_s
         self._max_events = max_events
         self._runs: dict[str, Run] = {}
+        self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
 
     def get(self, run_id: str) -> Run | None:
         self._expire_finished()
@@ -153,18 +155,16 @@ class RunManager:
         run.log.append(terminal)
         run.log.close()
         run.finished_at = time.monotonic()
+        self._finished.append((run.finished_at, run.id))
         if self._on_end is not None:
             self._on_end(outcome)
 
     def _expire_finished(self) -> None:
-        now = time.monotonic()
-        expired = [
-            run_id
-            for run_id, run in self._runs.items()
-            if run.finished_at is not None and now - run.finished_at > self._ttl_s
-        ]
-        for run_id in expired:
-            del self._runs[run_id]
+        # Runs finish in time order, so the expired ones are at the front of the queue.
+        horizon = time.monotonic() - self._ttl_s
+        finished = self._finished
+        while finished and finished[0][0] < horizon:
+            self._runs.pop(finished.popleft()[1], None)
 
 
 async def _relay(run: Run, loop_events: AsyncIterator[Event], observer: RunObserver) -> None:

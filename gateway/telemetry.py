@@ -16,6 +16,7 @@ from opentelemetry.propagators.textmap import DefaultGetter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from gateway import __version__
@@ -30,10 +31,13 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> TracerProvide
         {"service.name": env.get("OTEL_SERVICE_NAME", "research-gateway"),
          "service.version": __version__}
     )  # fmt: skip
-    provider = TracerProvider(resource=resource)
     endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     if not endpoint and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         endpoint = env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+    # With nowhere to send spans, record none (ids still exist, so events keep a trace_id),
+    # unless a sampler was asked for by name.
+    sampler = None if endpoint or env.get("OTEL_TRACES_SAMPLER") else ALWAYS_OFF
+    provider = TracerProvider(resource=resource, sampler=sampler)
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -73,6 +73,7 @@ def settings_for(fake_server: TestServer, **overrides: Any) -> Settings:
         "sdk_max_turns": 5,
         "sdk_system_prompt": "You are a test.",
         "sdk_model": "claude-test-model",
+        "gateway_gc_freeze": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

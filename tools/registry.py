@@ -67,6 +67,7 @@ class ToolRegistry:
         max_result_chars: int = 100_000,
     ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._definitions: dict[frozenset[str] | None, list[dict[str, Any]]] = {}
         self.timeout_s = timeout_s
         self.max_result_chars = max_result_chars
         for tool in tools:
@@ -76,6 +77,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"duplicate tool name: {tool.name}")
         self._tools[tool.name] = tool
+        self._definitions.clear()
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -84,12 +86,20 @@ class ToolRegistry:
         return name in self._tools
 
     def definitions(self, allow: Collection[str] | None = None) -> list[dict[str, Any]]:
-        """Tool definitions as the Messages API takes them, in registration order."""
-        return [
-            {"name": t.name, "description": t.description(), "input_schema": t.input_schema()}
-            for t in self._tools.values()
-            if allow is None or t.name in allow
-        ]
+        """Tool definitions as the Messages API takes them, in registration order.
+
+        Built once per allow-list: a JSON schema costs far more than a run can spend on it.
+        Callers must not mutate what they get.
+        """
+        key = None if allow is None else frozenset(allow)
+        cached = self._definitions.get(key)
+        if cached is None:
+            cached = self._definitions[key] = [
+                {"name": t.name, "description": t.description(), "input_schema": t.input_schema()}
+                for t in self._tools.values()
+                if key is None or t.name in key
+            ]
+        return cached
 
     async def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
         start = time.perf_counter()
