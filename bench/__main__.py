@@ -16,6 +16,7 @@ import aiohttp
 
 from bench import report
 from bench.case_relay import relay_cost
+from bench.case_shared import shared_state
 from bench.case_streams import many_streams
 from bench.case_tools import parallel_tools, reattach, tool_input
 from bench.common import raise_nofile
@@ -28,6 +29,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "tool_input": tool_input,
     "parallel_tools": parallel_tools,
     "reattach": reattach,
+    "shared": shared_state,
 }
 
 

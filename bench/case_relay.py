@@ -38,7 +38,7 @@ async def relay_cost(bench: Bench) -> None:
     async with contextlib.AsyncExitStack() as stack:
         procs = {name: await stack.enter_async_context(bench.system(name)) for name in SYSTEMS}
         for regime, (scenario, kwargs) in regimes.items():
-            await settle(bench.pick(5.0, 30.0))
+            await settle(bench.pick(5.0, 30.0), window_s=bench.pick(1.0, 2.0))
             for rep in range(reps):
                 order = list(SYSTEMS)[rep:] + list(SYSTEMS)[:rep]  # spread any drift
                 for name in order:

@@ -69,9 +69,13 @@ class Bench:
         return row
 
     @contextlib.asynccontextmanager
-    async def system(self, name: str) -> AsyncIterator[Proc]:
-        """A fresh system under test, pinned, warmed up with a few short runs."""
+    async def system(self, name: str, redis: str | None = None) -> AsyncIterator[Proc]:
+        """A fresh system under test, pinned, warmed up with a few short runs; a gateway
+        given `redis` shares its run state there."""
         args = [*SYSTEMS[name], "--upstream", self.upstream.url]
+        if redis is not None:
+            args += ["--redis", redis]
+            name += "-redis"
         proc = await Proc.start(name, args, self.cores.server)
         try:
             await self.load(proc, Scenario(n=200), streams=10, ramp_s=0.2)

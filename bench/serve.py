@@ -25,6 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
+    parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
@@ -47,6 +48,7 @@ def main() -> None:
         anthropic_api_key="bench",
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",
+        redis_url=args.redis,
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()
