@@ -1,8 +1,9 @@
 """The SDK's stream helper (`client.messages.stream(...)`) as the gateway's read path, for
 the comparison in case 6. It satisfies the gateway's `ModelClient` protocol: the helper
 parses, builds its event objects and accumulates its snapshot (tool input re-parsed on
-every fragment); the raw events are handed to the gateway as plain dicts, text and tool
-input deltas through a hand-written fast path.
+every fragment); the raw events are handed to the gateway as it takes them from its own
+read path (the JSON payload bytes; plain dicts from gateways that took those), text and
+tool input deltas through a hand-written fast path.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import orjson
 
 from gateway.errors import UpstreamFailure
 from gateway.model import status_failure
+from gateway.upstream import TurnTranslator
+
+# The gateway's read path yields SSE payload bytes where its translator takes them.
+_AS_BYTES = hasattr(TurnTranslator, "feed_payload")
 
 _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 
@@ -22,13 +28,13 @@ class HelperModel:
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[Any]:
         try:
             async with self._client.messages.stream(**params) as stream:
                 async for event in stream:
                     raw = as_raw(event)
                     if raw is not None:
-                        yield raw
+                        yield orjson.dumps(raw) if _AS_BYTES else raw
         except anthropic.APIStatusError as exc:
             raise status_failure(exc) from exc
         except anthropic.APIConnectionError as exc:

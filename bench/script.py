@@ -15,7 +15,11 @@ import orjson
 
 PREFIX = "bench "
 FRAGMENT = 20
-BURST_TEXT = "hello world "
+# Text deltas of a burst: a few tokens each, as the API sends them; one in ten has quotes
+# and one a line break, so a reader that special-cases plain text is not flattered.
+BURST_TEXTS = ("Revenue grew ", "12% to ", "$4.2 billion", " in fiscal 2024", ", driven ",
+               'by the "core" segment', ".\n\nOperating ", "margin was ", "18.5%, up ",
+               "from 17.1%")  # fmt: skip
 _DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
 _TEXT = _DELTA + b'{"type":"text_delta","text":%b}}\n\n'
 _JSON = _DELTA + b'{"type":"input_json_delta","partial_json":%b}}\n\n'

@@ -134,8 +134,8 @@ class Upstream:
         elif scenario.rate > 0:
             self._paced(conn, message_id, scenario)
         else:
-            delta = script.text_delta(script.BURST_TEXT)
-            deltas = delta * scenario.n
+            cycle = [script.text_delta(text) for text in script.BURST_TEXTS]
+            deltas = b"".join(cycle[i % len(cycle)] for i in range(scenario.n))
             body_bytes = script.text_open(message_id) + deltas + script.text_close(scenario.n)
             self._burst(conn, body_bytes, scenario.n)
 
