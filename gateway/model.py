@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import anthropic
 import httpx2
-import orjson
 
 from gateway.errors import ErrorCode, UpstreamFailure
 from gateway.events import Event
@@ -38,9 +37,9 @@ _STATUS_CODES: dict[int, tuple[ErrorCode, bool]] = {
 
 
 class ModelClient(Protocol):
-    """Streams one Messages API call as raw event dicts."""
+    """Streams one Messages API call as the `data` payloads of its SSE events (JSON bytes)."""
 
-    def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+    def stream(self, params: dict[str, Any]) -> AsyncIterator[bytes]: ...
 
 
 class AnthropicModel:
@@ -50,15 +49,16 @@ class AnthropicModel:
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[bytes]:
         create = self._client.messages.with_streaming_response.create
         try:
             async with create(**params, stream=True) as response:
                 decoder = SSEDecoder()
-                loads = orjson.loads
-                async for chunk in response.http_response.aiter_bytes():
+                # Raw: the aiohttp transport has already decompressed the body, and the
+                # decoding layer would cost a generator hop per read for nothing.
+                async for chunk in response.http_response.aiter_raw():
                     for data in decoder.feed(chunk):
-                        yield loads(data)
+                        yield data
         except anthropic.APIStatusError as exc:
             raise status_failure(exc) from exc
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
@@ -124,8 +124,8 @@ async def stream_turn(
     waited = 0.0
     for attempt in range(policy.max_retries + 1):
         try:
-            async for raw in model.stream(params):
-                event = turn.feed(raw)
+            async for payload in model.stream(params):
+                event = turn.feed_payload(payload)
                 if event is not None:
                     yield event
             turn.finish()

@@ -25,19 +25,26 @@ REPLY = Reply(
 )  # fmt: skip
 
 
-def wire_bytes(fake: FakeAnthropic, reply: Reply) -> bytes:
+def wire_bytes(fake: FakeAnthropic, reply: Reply, *, compact: bool = False) -> bytes:
+    """The reply's SSE bytes: compact JSON as the API writes it, or spaced, with CRLFs."""
+    if compact:
+        return b"".join(
+            b"data: %b\n\n" % json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode()
+            for e in fake.events(reply)
+        )
     return b"".join(
         f"event: {e['type']}\r\ndata: {json.dumps(e)}\r\n\r\n".encode() for e in fake.events(reply)
     )
 
 
 def translate(data: bytes, chunk: int) -> tuple[TurnTranslator, list[dict[str, Any]]]:
+    """Decode and translate as the gateway does; events come back as the client sees them."""
     decoder, turn, out = SSEDecoder(), TurnTranslator(1), []
     for i in range(0, len(data), chunk):
         for payload in decoder.feed(data[i : i + chunk]):
-            event = turn.feed(orjson.loads(payload))
+            event = turn.feed_payload(payload)
             if event is not None:
-                out.append(event)
+                out.append(orjson.loads(orjson.dumps(event)))
     turn.finish()
     return turn, out
 
@@ -65,11 +72,38 @@ async def test_fake_and_translator_agree_with_the_sdk(
 
 def test_decoder_handles_every_chunk_boundary() -> None:
     data = wire_bytes(FakeAnthropic(), REPLY)
-    _, reference = translate(data, chunk=len(data))
-    for chunk in (1, 2, 3, 5, 64):
-        turn, events = translate(data, chunk)
-        assert events == reference
-        assert turn.tool_uses[0]["input"]["text"] == TRICKY
+    reference_turn, reference = translate(data, chunk=len(data))
+    for compact in (False, True):
+        data = wire_bytes(FakeAnthropic(), REPLY, compact=compact)
+        for chunk in (1, 2, 3, 5, 64):
+            turn, events = translate(data, chunk)
+            assert events == reference and turn.content == reference_turn.content
+            assert turn.tool_uses[0]["input"]["text"] == TRICKY
+
+
+def test_text_fast_path_matches_parsing() -> None:
+    """Plain text deltas skip the parse; quotes, escapes and odd forms must not notice."""
+    pieces = ["plain ", 'a "quoted" word ', "back\\slash\\", " tab\t and é ", "\\", "emoji 😀 "]
+    reply = Reply([Text("".join(pieces), chunk=3), Text("second block")])
+    expected = "".join(pieces)
+    for compact in (True, False):
+        turn, events = translate(wire_bytes(FakeAnthropic(), reply, compact=compact), chunk=7)
+        assert (
+            "".join(e["text"] for e in events if e["type"] == "delta") == expected + "second block"
+        )
+        assert turn.content[0]["text"] == expected and turn.texts == [expected, "second block"]
+
+
+def test_fast_path_event_is_the_literal_as_sent() -> None:
+    turn = TurnTranslator(1)
+    turn.feed(
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    )
+    event = turn.feed_payload(
+        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h\\u00e9\\n"}}'
+    )
+    assert event is not None and orjson.dumps(event) == b'{"type":"delta","text":"h\\u00e9\\n"}'
+    assert turn.partial_texts() == ["hé\n"] and turn.emitted == 1
 
 
 def test_decoder_joins_multiline_data_and_skips_comments() -> None:

@@ -196,7 +196,9 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def _sse(event: dict[str, Any]) -> bytes:
-    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+    # Compact and UTF-8, as the real API writes it.
+    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
 
 
 def _error(
