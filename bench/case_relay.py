@@ -65,8 +65,8 @@ def _ratio(values: dict[str, list[float]], name: str, ref: str) -> float:
 
 def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: float) -> None:
     titles = {
-        "a": f"1a CPU per relayed event, burst ({BURST:,} deltas, one run)",
-        "b": f"1b CPU per relayed event, paced ({PACED_STREAMS} runs x {PACED_RATE:g}/s "
+        "a": f"CPU per relayed event, burst ({BURST:,} deltas, one run)",
+        "b": f"CPU per relayed event, paced ({PACED_STREAMS} runs x {PACED_RATE:g}/s "
         f"x {paced_s:g} s, one event per read)",
     }
     for regime, title in titles.items():
@@ -93,7 +93,7 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
         bench.add(
             Row(
                 f"6{regime}",
-                title.replace(f"1{regime} ", "") + ", SDK helper read path",
+                title + ", SDK helper read path",
                 median(values["gateway-sdk-helper"]),
                 "us",
                 "gateway",
@@ -104,7 +104,7 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
     starts = per_event["c"]
     for ref in ("relay-raw", "relay-sdk-events"):
         ratio = _ratio(starts, "gateway", ref)
-        title = "1c CPU per run (start, upstream call, end)"
+        title = "CPU per run (start, upstream call, end)"
         bench.add(
             Row("1c", title, median(starts["gateway"]), "us", ref, median(starts[ref]), ratio=ratio)
         )

@@ -142,7 +142,7 @@ def _rows(bench: Bench, phases: list[dict[str, Any]]) -> None:
         level, direct = phase["level"], phase["direct"]
         raw = next((p for p in phases if p["system"] == "relay-raw" and p["level"] == level), {})
         targets = level == 500  # 1,000 is reported against the same bars, without a verdict
-        title = f"2 {level:,} paced runs (20/s, {duration:g} s)"
+        title = f"{level:,} paced runs (20/s, {duration:g} s)"
         on_time, errors = phase["on_time"], phase["errors"]
         added = phase["ttfe_p99"] - direct["ttfe_p99"]
         per_stream = phase["rss_per_stream_kb"]

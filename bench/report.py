@@ -47,21 +47,37 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _number(value: float | None, unit: str) -> str:
+    """Counts (no unit) as integers, everything else through `fmt`."""
+    if not unit and value is not None and float(value).is_integer():
+        return str(int(value))
+    return fmt(value)
+
+
+def _ratio_text(ratio: float | None) -> str:
+    if ratio is None or math.isnan(ratio):
+        return "–"
+    if 0 < ratio < 0.1:
+        return f"1/{1 / ratio:,.0f}"
+    return f"{ratio:.2f}"
+
+
 def summary_rows(rows: list[Row]) -> list[list[str]]:
     out = []
     for row in rows:
         unit = f" {row.unit}" if row.unit else ""
-        ref = f"{row.ref_name}: {fmt(row.ref_value)}{unit}" if row.ref_name else "–"
+        ref = f"{row.ref_name}: {_number(row.ref_value, row.unit)}{unit}" if row.ref_name else "–"
         ratio = row.ratio_value()
         verdict = {True: "PASS", False: "**MISS**", None: "–"}[row.passed]
+        value = _number(row.value, row.unit)
         figure = row.figure + (f" ({row.note})" if row.note else "")
         out.append(
             [
                 row.case,
                 figure,
-                f"{fmt(row.value)}{unit}",
+                f"{value}{unit}",
                 ref,
-                "–" if ratio is None else f"{ratio:.2f}",
+                _ratio_text(ratio),
                 row.target or "–",
                 verdict,
             ]
