@@ -51,9 +51,9 @@ class Settings(BaseSettings):
     gateway_upstream_timeout_s: float = Field(600.0, gt=0)
     gateway_trace_content: bool = False
     gateway_gc_freeze: bool = True
-    """Move everything made at startup out of the collector's way once the app is up: full
-    collections then walk the runs' objects only, not every module and type (stalls of
-    100 ms and more at a few hundred streams otherwise)."""
+    """Once the app is up, move everything made at startup out of the collector's way and
+    collect less often: full collections otherwise stall every stream for 100 ms and more
+    at a few hundred streams."""
     gateway_demo_pacing_ms: float = Field(15.0, ge=0)
     """Pause before each streamed delta of the demo model, so people can watch it work."""
 

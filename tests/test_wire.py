@@ -81,8 +81,8 @@ def test_decoder_handles_every_chunk_boundary() -> None:
             assert turn.tool_uses[0]["input"]["text"] == TRICKY
 
 
-def test_text_fast_path_matches_parsing() -> None:
-    """Plain text deltas skip the parse; quotes, escapes and odd forms must not notice."""
+def test_text_with_quotes_and_escapes_in_both_forms() -> None:
+    """Quotes, escapes and non-ASCII text survive compact and spaced upstream JSON alike."""
     pieces = ["plain ", 'a "quoted" word ', "back\\slash\\", " tab\t and é ", "\\", "emoji 😀 "]
     reply = Reply([Text("".join(pieces), chunk=3), Text("second block")])
     expected = "".join(pieces)
@@ -92,18 +92,6 @@ def test_text_fast_path_matches_parsing() -> None:
             "".join(e["text"] for e in events if e["type"] == "delta") == expected + "second block"
         )
         assert turn.content[0]["text"] == expected and turn.texts == [expected, "second block"]
-
-
-def test_fast_path_event_is_the_literal_as_sent() -> None:
-    turn = TurnTranslator(1)
-    turn.feed(
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-    )
-    event = turn.feed_payload(
-        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h\\u00e9\\n"}}'
-    )
-    assert event is not None and orjson.dumps(event) == b'{"type":"delta","text":"h\\u00e9\\n"}'
-    assert turn.partial_texts() == ["hé\n"] and turn.emitted == 1
 
 
 def test_decoder_joins_multiline_data_and_skips_comments() -> None:
