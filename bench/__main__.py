@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -21,7 +22,7 @@ from bench.case_streams import many_streams
 from bench.case_tools import parallel_tools, reattach, tool_input
 from bench.common import raise_nofile
 from bench.procs import LOGS, ROOT, Cores, Proc, pin
-from bench.run import Bench, timed
+from bench.run import Bench, Row, timed
 
 CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "relay": relay_cost,
@@ -35,10 +36,21 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions, about a minute")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repetitions, no case 7: about a minute"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "BENCH.md", help="report to write")
-    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
+    parser.add_argument("--cases", help="comma-separated subset (default: all)")
+    parser.add_argument(
+        "--report-from", type=Path, metavar="JSON", help="only write the report of a saved run"
+    )
     return parser.parse_args()
+
+
+def cases(args: argparse.Namespace) -> list[str]:
+    if args.cases:
+        return [name.strip() for name in args.cases.split(",")]
+    return [name for name in CASES if not (args.quick and name == "shared")]
 
 
 async def run(args: argparse.Namespace) -> Bench:
@@ -51,7 +63,8 @@ async def run(args: argparse.Namespace) -> Bench:
     try:
         async with aiohttp.ClientSession() as session:
             bench = Bench(args.quick, cores, session, upstream)
-            for name in args.cases.split(","):
+            bench.details["code"] = report.code_version()
+            for name in cases(args):
                 print(f"case {name} ...", file=sys.stderr, flush=True)
                 with timed(bench, name):
                     try:
@@ -67,15 +80,36 @@ async def run(args: argparse.Namespace) -> Bench:
     return bench
 
 
+def saved(path: Path) -> Bench:
+    """A finished run from its JSON (JSON made the integer keys of case 3 strings)."""
+    data = json.loads(path.read_text())
+    tools = data["details"].get("tool_input")
+    if tools:
+        tools["micro"] = {int(k): v for k, v in tools["micro"].items()}
+        tools["client"] = {
+            name: {int(k): v for k, v in sizes.items()} for name, sizes in tools["client"].items()
+        }
+    cores = data.get("cores")
+    plan = Cores.plan() if cores is None else Cores(*(c and frozenset(c) for c in cores))
+    rows = [Row(**row) for row in data["rows"]]
+    none: Any = None  # no processes: only the report is written
+    return Bench(data["quick"], plan, none, none, rows, data["details"], data["timings"])
+
+
 def main() -> None:
     args = parse_args()
+    if args.report_from is not None:
+        report.write(saved(args.report_from), args.out)
+        return
     bench = asyncio.run(run(args))
     LOGS.mkdir(parents=True, exist_ok=True)
+    cores = [bench.cores.server, bench.cores.load, bench.cores.allowed]
     raw = {
         "rows": [vars(r) for r in bench.rows],
         "details": bench.details,
         "timings": bench.timings,
         "quick": bench.quick,
+        "cores": [None if c is None else sorted(c) for c in cores],
     }
     name = "last-quick.json" if bench.quick else "last-full.json"
     (LOGS / name).write_text(json.dumps(raw, indent=1, default=str))

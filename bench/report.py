@@ -35,7 +35,7 @@ def fmt(value: float | None) -> str:
     if magnitude >= 1000:
         return f"{value:,.0f}"
     if magnitude >= 100:
-        return f"{value:.0f}"
+        return f"{value:.1f}"
     if magnitude >= 10:
         return f"{value:.1f}"
     return f"{value:.2f}" if magnitude >= 0.1 or value == 0 else f"{value:.3f}"
@@ -112,7 +112,15 @@ def sustains(bench: Bench) -> str:
     return "; ".join(parts) or "not measured"
 
 
-def machine(cores: Cores) -> list[str]:
+def code_version() -> str:
+    """The commit measured, and whether the service's code differed from it."""
+    text = f"commit {_git('rev-parse', '--short', 'HEAD')}"
+    if _git("status", "--short", "gateway", "tools"):
+        text += " with uncommitted changes in gateway/ or tools/"
+    return text
+
+
+def machine(cores: Cores, code: str) -> list[str]:
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -127,8 +135,7 @@ def machine(cores: Cores) -> list[str]:
         f"- OS: Linux {platform.release()}; Python {platform.python_version()} "
         f"({platform.python_implementation()})",
         f"- Packages: {versions}",
-        f"- Code: commit {_git('rev-parse', '--short', 'HEAD')}"
-        + (" with uncommitted changes in gateway/" if _git("status", "--short", "gateway") else ""),
+        f"- Code: {code}",
     ]
 
 
@@ -209,11 +216,14 @@ def render(bench: Bench, command: str) -> str:
         parts += ["\n### Case 3 by size\n", _tool_table(bench)]
     parts += [
         "\n## Machine\n",
-        *machine(bench.cores),
+        *machine(bench.cores, bench.details.get("code") or code_version()),
         f"\n**Pinning:** {bench.cores.describe()}.\n",
         "## Commands\n",
         "```\npip install -e .[dev]\nmake bench        # python -m bench --out BENCH.md\n"
-        "make bench-quick  # python -m bench --quick (about a minute)\n```\n",
+        "make bench-quick  # python -m bench --quick\n```\n",
+        "`--quick` (one repetition, 500 streams only, shorter streams, no case 7) takes about "
+        "75 s here and is a smoke test"
+        + ("; these figures are from one.\n" if bench.quick else "; these figures are not.\n"),
         "Run time of this run by case (s): "
         + ", ".join(f"{k} {v:.0f}" for k, v in t.items() if k != "total")
         + ".\n",
