@@ -5,13 +5,12 @@ Tests build `Settings(...)` explicitly; nothing here does I/O at import time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-if TYPE_CHECKING:
-    from tools import ToolsConfig
+from tools.config import ToolsConfig
 
 DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
 
@@ -57,14 +56,15 @@ class Settings(BaseSettings):
     gateway_demo_pacing_ms: float = Field(15.0, ge=0)
     """Pause before each streamed delta of the demo model, so people can watch it work."""
 
-    sec_source: Literal["offline", "live"] = "offline"
+    # The tools' own defaults: one place says where SEC and Exa are.
+    sec_source: Literal["offline", "live"] = ToolsConfig.sec_source
     sec_user_agent: str | None = None
-    sec_www_url: str = "https://www.sec.gov"
-    sec_data_url: str = "https://data.sec.gov"
-    sec_efts_url: str = "https://efts.sec.gov"
-    search_backend: Literal["offline", "exa"] = "offline"
+    sec_www_url: str = ToolsConfig.sec_www_url
+    sec_data_url: str = ToolsConfig.sec_data_url
+    sec_efts_url: str = ToolsConfig.sec_efts_url
+    search_backend: Literal["offline", "exa"] = ToolsConfig.search_backend
     exa_api_key: str | None = None
-    exa_base_url: str = "https://api.exa.ai"
+    exa_base_url: str = ToolsConfig.exa_base_url
 
     redis_url: str | None = None
     """Set: runs, sessions and event logs live in Redis, shared by every process."""
@@ -87,8 +87,6 @@ class Settings(BaseSettings):
         return "anthropic" if self.anthropic_api_key else "demo"
 
     def tools_config(self) -> ToolsConfig:
-        from tools import ToolsConfig
-
         return ToolsConfig(
             sec_source=self.sec_source,
             sec_user_agent=self.sec_user_agent,
