@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 import anthropic
 from aiohttp import web
@@ -14,26 +14,22 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
 from gateway import __version__, keys
+from gateway.errors import ValidationFailed
 from gateway.handlers import routes
 from gateway.health import UpstreamHealth
-from gateway.loop import LoopConfig, LoopDeps
+from gateway.loop import LoopDeps
 from gateway.metrics import Metrics
 from gateway.middleware import observe_requests
-from gateway.model import AnthropicModel, RetryPolicy
+from gateway.model import AnthropicModel
+from gateway.models import ModelCatalog
 from gateway.observe import RunObserver
+from gateway.planner import RunPlanner
 from gateway.redis_store import RedisStore
 from gateway.run import Run, RunRequest
 from gateway.runs import RunFactory, RunManager
 from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike
-
-SYSTEM_PROMPT = """You are a financial research assistant. You answer questions about public \
-companies from SEC EDGAR filings and, when useful, the web, using the tools you are given. \
-Look things up rather than relying on memory; read the relevant filing section before \
-summarising it. In the answer, give figures with their units and periods, and cite the \
-filings you used (form, filing date, accession number or link). If the tools find nothing \
-or fail, say so plainly. Today's date is {today}."""
 
 
 def create_app(
@@ -48,9 +44,7 @@ def create_app(
     )
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics or Metrics()
-    app[keys.METRICS].build_info.labels(
-        __version__, settings.sdk_model, settings.upstream_kind
-    ).set(1)
+    app[keys.METRICS].build_info.labels(__version__, settings.model, settings.upstream_kind).set(1)
     # Without an injected provider nothing exports: spans keep their ids (for trace_id in
     # the events) but are not recorded.
     provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
@@ -110,9 +104,12 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
         open_telemetry=False,  # the gateway's own `chat` span already covers the call
     )
     app[keys.UPSTREAM_URL] = str(client.base_url)
+    app[keys.PLANNER] = RunPlanner(settings, ModelCatalog(client))
     app[keys.RUNS] = _run_manager(app, AnthropicModel(client))
     try:
         await app[keys.RUNS].open()
+        with contextlib.suppress(ValidationFailed):  # logged; each run is refused with a 400
+            await app[keys.PLANNER].record()
         yield
     finally:
         await app[keys.RUNS].shutdown()
@@ -124,26 +121,6 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
     settings = app[keys.SETTINGS]
-    retry = RetryPolicy(
-        max_retries=settings.gateway_upstream_max_retries,
-        max_total_wait_s=settings.gateway_upstream_max_retry_wait_s,
-    )
-    system = settings.sdk_system_prompt or SYSTEM_PROMPT.format(
-        today=datetime.now(UTC).date().isoformat()
-    )
-
-    def config(request: RunRequest) -> LoopConfig:
-        thinking = request.thinking_budget
-        return LoopConfig(
-            model=settings.sdk_model,
-            max_tokens=settings.sdk_max_tokens,
-            max_turns=request.max_turns or settings.sdk_max_turns,
-            system=system,
-            thinking_budget=settings.sdk_thinking_budget if thinking is None else thinking,
-            allowed_tools=request.tools,
-            upstream=settings.upstream_kind,
-            retry=retry,
-        )
 
     def deps(run: Run, request: RunRequest, endpoint: str, parent: object) -> LoopDeps:
         toolset = app[keys.TOOLSET]
@@ -153,7 +130,7 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
             run_id=run.id,
             session_id=run.session_id,
             endpoint=endpoint,
-            model=settings.sdk_model,
+            model=settings.model,
             tool_names=frozenset(toolset.registry.names()),
             parent=parent,  # type: ignore[arg-type]
             trace_content=settings.gateway_trace_content,
@@ -162,7 +139,7 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
 
     sessions, shared = _stores(settings)
     return RunManager(
-        RunFactory(config, deps),
+        RunFactory(deps),
         sessions,
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,

@@ -110,9 +110,12 @@ def final(
     usage: Event,
     result: str,
     trace_id: str | None,
+    structured: Any = None,
 ) -> Event:
     """Last event of a run that did not fail. `result` is the run's text blocks, each
-    turn's text joined with a blank line: the answer as a reader of the stream saw it."""
+    turn's text joined with a blank line: the answer as a reader of the stream saw it; with
+    an `output_format`, it is the final answer's JSON text and `structured` its value."""
+    extra: Event = {"structured": structured} if structured is not None else {}
     return {
         "type": "final",
         "completed": now_iso(),
@@ -127,7 +130,13 @@ def final(
         "usage": usage,
         "result": result,
         "trace_id": trace_id,
+        **extra,
     }
+
+
+def citation(citation: Event, turn: int) -> Event:
+    """A citation the model attached to the text it is writing."""
+    return {"type": "citation", "citation": citation, "turn": turn}
 
 
 def error(body: Event) -> Event:
@@ -145,15 +154,12 @@ def fold(stream: list[Event]) -> Event:
         kind = event["type"]
         if kind == "delta":
             text.append(event["text"])
-        elif kind == "thinking_start":
-            thinking.append({"thinking": "", "signature": None})
-        elif kind == "thinking" and thinking:
-            thinking[-1]["thinking"] += event["text"]
-        elif kind == "thinking_signature" and thinking:
-            thinking[-1]["signature"] = event["signature"]
-            result["signatures"].append(event["signature"])
+        elif kind in _THINKING_TYPES:
+            _fold_thinking(thinking, result["signatures"], event)
         elif kind == "tool_call":
             _fold_tool_call(calls, event)
+        elif kind == "citation":
+            result["citations"].append(event["citation"])
         elif kind == "system_info":
             result.update(model=event["model"], session_id=event["session_id"])
         elif kind in TERMINAL_TYPES:
@@ -164,9 +170,25 @@ def fold(stream: list[Event]) -> Event:
     return result
 
 
+_THINKING_TYPES = frozenset({"thinking_start", "thinking", "thinking_signature"})
+
+
+def _fold_thinking(thinking: list[dict[str, Any]], signatures: list[str], event: Event) -> None:
+    kind = event["type"]
+    if kind == "thinking_start":
+        thinking.append({"thinking": "", "signature": None})
+    elif kind == "thinking" and thinking:
+        thinking[-1]["thinking"] += event["text"]
+    elif kind == "thinking_signature" and thinking:
+        thinking[-1]["signature"] = event["signature"]
+        signatures.append(event["signature"])
+
+
 def _fold_tool_call(calls: dict[str, dict[str, Any]], event: Event) -> None:
     tool = event["tool"]
     call = calls.setdefault(tool["id"], {"id": tool["id"], "name": tool.get("name")})
+    if event.get("server"):
+        call["server"] = True
     phase = event["phase"]
     if phase in ("tool_use", "tool_executing"):
         call["input"] = tool["input"]
@@ -194,4 +216,6 @@ def _fold_terminal(event: Event) -> Event:
         tool_call_count=event["tool_calls"],
         trace_id=event.get("trace_id"),
     )
+    if "structured" in event:
+        folded["structured"] = event["structured"]
     return folded

@@ -29,23 +29,24 @@ def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
-def _start(request: web.Request, data: object, endpoint: str) -> Run:
+async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     app = request.app
     toolset = app[keys.TOOLSET]
     run_request = parse_run_request(
         data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
     )
+    config = await app[keys.PLANNER].config(run_request)  # a 400 for what the model can't do
     # The request's server span (made current by the middleware) is the run's parent.
-    return app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
+    return app[keys.RUNS].start(run_request, config, endpoint, otel_context.get_current())
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:
-    run = _start(request, await read_json_body(request), "stream")
+    run = await _start(request, await read_json_body(request), "stream")
     return await stream_log(request, run, after=0)
 
 
 async def stream_get(request: web.Request) -> web.StreamResponse:
-    run = _start(request, body_from_query(request.query), "stream")
+    run = await _start(request, body_from_query(request.query), "stream")
     return await stream_log(request, run, after=0)
 
 
@@ -126,7 +127,7 @@ async def stream_shared(
 
 
 async def research(request: web.Request) -> web.Response:
-    run = _start(request, await read_json_body(request), "research")
+    run = await _start(request, await read_json_body(request), "research")
     run.attach()
     try:
         if run.task is not None:  # shielded: this client leaving is the grace timer's call
@@ -169,7 +170,8 @@ async def health(request: web.Request) -> web.Response:
         "ok": not upstream.degraded,
         "status": "degraded" if upstream.degraded else "healthy",
         "version": __version__,
-        "model": settings.sdk_model,
+        "model": settings.model,
+        "model_record": _model_health(app),
         "upstream": settings.upstream_kind,
         "upstream_consecutive_failures": upstream.consecutive_failures,
         "upstream_last_error": upstream.last_error,
@@ -178,6 +180,13 @@ async def health(request: web.Request) -> web.Response:
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
     }
     return json_response(body, 503 if upstream.degraded else 200)
+
+
+def _model_health(app: web.Application) -> dict[str, object] | None:
+    """The model as the Models API described it (None before it was first read)."""
+    planner = app[keys.PLANNER]
+    record = planner.catalog.cached(planner.settings.model)
+    return record.health() if record is not None else None
 
 
 async def metrics(request: web.Request) -> web.Response:

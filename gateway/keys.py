@@ -7,6 +7,7 @@ from opentelemetry.trace import Tracer
 
 from gateway.health import UpstreamHealth
 from gateway.metrics import Metrics
+from gateway.planner import RunPlanner
 from gateway.runs import RunManager
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike
@@ -16,6 +17,7 @@ METRICS = web.AppKey("metrics", Metrics)
 TRACER = web.AppKey("tracer", Tracer)
 TOOLSET = web.AppKey("toolset", ToolsetLike)
 RUNS = web.AppKey("runs", RunManager)
+PLANNER = web.AppKey("planner", RunPlanner)
 HEALTH = web.AppKey("health", UpstreamHealth)
 UPSTREAM_URL = web.AppKey("upstream_url", str)
 STARTED_AT = web.AppKey("started_at", float)

@@ -12,7 +12,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.config import ToolsConfig
 
-DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+DEFAULT_MODEL = "claude-sonnet-5"
+DEMO_MODEL = "demo"
+SERVER_TOOLS = ("web_search", "web_fetch")
 
 
 class Settings(BaseSettings):
@@ -33,8 +35,17 @@ class Settings(BaseSettings):
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
     sdk_max_turns: int = Field(10, ge=1, le=100)
+    sdk_thinking: Literal["off", "adaptive", "on"] = "off"
+    """Default thinking: `on` is the model's own form (adaptive where it has it)."""
+    sdk_effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    """Default effort; None: the model's own default."""
     sdk_thinking_budget: int = Field(0, ge=0)
+    """A budget > 0 turns thinking on; the budget form goes only to models that take it."""
     sdk_system_prompt: str | None = None
+    gateway_prompt_cache: bool = True
+    """Cache tool definitions, the system prompt and each call's history prefix."""
+    anthropic_server_tools: Annotated[tuple[str, ...], NoDecode] = ()
+    """The Messages API's own tools to offer (`web_search`, `web_fetch`)."""
 
     gateway_tool_timeout_s: float = Field(30.0, gt=0)
     gateway_tool_result_max_chars: int = Field(100_000, ge=1_000)
@@ -62,7 +73,8 @@ class Settings(BaseSettings):
     sec_www_url: str = ToolsConfig.sec_www_url
     sec_data_url: str = ToolsConfig.sec_data_url
     sec_efts_url: str = ToolsConfig.sec_efts_url
-    search_backend: Literal["offline", "exa"] = ToolsConfig.search_backend
+    search_backend: Literal["offline", "exa", "anthropic"] = ToolsConfig.search_backend
+    """`anthropic`: the Messages API's own web search instead of the local `web_search`."""
     exa_api_key: str | None = None
     exa_base_url: str = ToolsConfig.exa_base_url
 
@@ -73,12 +85,33 @@ class Settings(BaseSettings):
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
     """How long a session's history is kept after its last run."""
 
-    @field_validator("gateway_api_keys", mode="before")
+    @field_validator("gateway_api_keys", "anthropic_server_tools", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(k.strip() for k in value.split(",") if k.strip())
         return value
+
+    @field_validator("anthropic_server_tools")
+    @classmethod
+    def _known_server_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(SERVER_TOOLS))
+        if unknown:
+            raise ValueError(f"unknown server tools {unknown}; known: {list(SERVER_TOOLS)}")
+        return value
+
+    @property
+    def model(self) -> str:
+        """The model runs use: the demo answers under its own name."""
+        return DEMO_MODEL if self.upstream_kind == "demo" else self.sdk_model
+
+    @property
+    def server_tools(self) -> tuple[str, ...]:
+        """Server tools to offer: the configured ones, plus web search for SEARCH_BACKEND."""
+        wanted = set(self.anthropic_server_tools)
+        if self.search_backend == "anthropic":
+            wanted.add("web_search")
+        return tuple(name for name in SERVER_TOOLS if name in wanted)
 
     @property
     def upstream_kind(self) -> Literal["anthropic", "demo"]:
@@ -93,7 +126,8 @@ class Settings(BaseSettings):
             sec_www_url=self.sec_www_url,
             sec_data_url=self.sec_data_url,
             sec_efts_url=self.sec_efts_url,
-            search_backend=self.search_backend,
+            # The API's own search replaces only web_search; the rest stays local.
+            search_backend="offline" if self.search_backend == "anthropic" else self.search_backend,
             exa_api_key=self.exa_api_key,
             exa_base_url=self.exa_base_url,
         )

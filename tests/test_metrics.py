@@ -62,7 +62,7 @@ async def test_max_turns_retries_errors_and_disconnects(
     await stream(client, query="x")
     assert value(metrics, "sdk_max_turns_reached_total") == 1
     assert value(metrics, "sdk_runs_total", endpoint="stream", outcome="max_turns") == 1
-    assert value(metrics, "sdk_tool_invocations_total", tool="echo", outcome="not_run") == 1
+    assert value(metrics, "sdk_tool_invocations_total", tool="echo", outcome="success") == 1
     assert value(metrics, "sdk_upstream_retries_total", reason="OVERLOADED_ERROR") == 1
     fake.add(Reply(status=401, error_type="authentication_error"))
     await stream(client, query="x")

@@ -80,7 +80,9 @@ def _walk(messages: list[dict[str, Any]]) -> tuple[list[str], list[Step], int]:
                     pending[str(b.get("id"))] = (str(b.get("name")), _dict(b.get("input")))
             continue
         text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
-        if text:
+        # Text beside tool results is the gateway's note of the rounds left, not a question.
+        answers_tools = any(b.get("type") == "tool_result" for b in blocks)
+        if text and not answers_tools:
             questions.append(text)
             steps, pending, turns = [], {}, 0
         for b in blocks:

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from gateway.demo import models
 from gateway.demo.companies import CompanyIndex, load_index
 from gateway.demo.conversation import read_request
 from gateway.demo.planner import respond
@@ -53,6 +54,7 @@ def create_demo_app(*, delay_s: float | None = None) -> web.Application:
     app[_INDEX] = Knowledge()
     app[_DELAY] = PACING_S if delay_s is None else delay_s
     app.router.add_post("/v1/messages", _messages)
+    app.router.add_get("/v1/models/{model_id}", models.retrieve)
     return app
 
 
@@ -64,7 +66,9 @@ async def _messages(request: web.Request) -> web.StreamResponse:
     problem = _invalid(body)
     if problem:
         return _error(400, problem)
-    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
+    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
+        "enabled", "adaptive",
+    )  # fmt: skip
     index = await request.app[_INDEX].index()
     try:
         reply = respond(read_request(body), index, thinking=thinking)
