@@ -70,6 +70,9 @@ def plan_run(
         notices.append(events.warning("model_deprecated", message, 0, model=record.id))
     thinking_param = _thinking(record, thinking, cap, notices)
     output_config: dict[str, Any] = {}
+    if record.source == "defaults" and effort_explicit:
+        message = "Effort is not set: the model's capabilities could not be read"
+        notices.append(events.warning("effort_skipped", message, 0))
     level = _effort(record, effort, explicit=effort_explicit)
     if level:
         output_config["effort"] = level
@@ -120,6 +123,8 @@ def _thinking(
 
 
 def _effort(record: ModelRecord, effort: str | None, *, explicit: bool) -> str | None:
+    if record.source == "defaults":
+        return None
     if effort is None or effort in record.efforts:
         return effort
     if not explicit:  # the operator's default: leave it out where the model has no such level
