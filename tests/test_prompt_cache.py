@@ -81,8 +81,9 @@ def test_the_fake_cache_counts_like_the_api() -> None:
     system = [{"type": "text", "text": "s" * 400, "cache_control": {"type": "ephemeral"}}]
 
     def body(*texts: str) -> dict[str, Any]:
-        messages = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in texts]
-        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        blocks: list[list[dict[str, Any]]] = [[{"type": "text", "text": t}] for t in texts]
+        blocks[-1][-1]["cache_control"] = {"type": "ephemeral"}
+        messages = [{"role": "user", "content": content} for content in blocks]
         return {"model": "m", "system": system, "messages": messages}
 
     first = cache.account(body("a" * 400))
