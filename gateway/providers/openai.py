@@ -1,0 +1,82 @@
+"""An OpenAI-compatible upstream (OpenAI, OpenRouter, vLLM, Ollama, LiteLLM, Azure) over
+the Chat Completions streaming API.
+
+The official SDK makes the request (URL, auth headers, status errors); the gateway reads
+the raw SSE bytes itself, as it does for the Messages API: a pydantic chunk object per
+event costs several times what the rest of the relay does (bench/openai_read.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx2
+import openai
+
+from gateway.errors import UpstreamFailure
+from gateway.events import Event
+from gateway.providers.base import ModelCall, Turn
+from gateway.providers.failures import failure_from_error_object, retry_after_s
+from gateway.providers.openai_chat import MaxTokensField, chat_body
+from gateway.providers.openai_stream import ChatTurn
+from gateway.upstream import SSEDecoder
+
+_DONE = b"[DONE]"
+
+
+class OpenAIProvider:
+    """Chat Completions through `openai.AsyncOpenAI`, which must have max_retries=0:
+    retries are the caller's, so each one can be reported to the client."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        *,
+        max_tokens_field: MaxTokensField = "max_completion_tokens",
+    ) -> None:
+        self._client = client
+        self._max_tokens_field: MaxTokensField = max_tokens_field
+
+    def new_turn(self, turn: int) -> ChatTurn:
+        return ChatTurn(turn)
+
+    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[Event]:
+        """One HTTP attempt: relay the stream's events and fill `turn`."""
+        if not isinstance(turn, ChatTurn):
+            raise TypeError(f"OpenAIProvider needs its own turn, got {type(turn).__name__}")
+        body, _ = chat_body(call, max_tokens_field=self._max_tokens_field)
+        async for data in self._payloads(body):
+            for event in turn.feed_payload(data):
+                yield event
+        turn.finish()
+
+    async def _payloads(self, body: dict[str, object]) -> AsyncIterator[bytes]:
+        create = self._client.chat.completions.with_streaming_response.create
+        try:
+            async with create(**body) as response:  # type: ignore[call-overload]
+                decoder = SSEDecoder()
+                # Raw: the aiohttp transport has already decompressed the body. Read on
+                # past `[DONE]` to the end of the body, so the connection can be reused.
+                async for chunk in response.http_response.aiter_raw():
+                    for data in decoder.feed(chunk):
+                        if data != _DONE:
+                            yield data
+        except openai.APIStatusError as exc:
+            raise status_failure(exc) from exc
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise UpstreamFailure(
+                "TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True
+            ) from exc
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
+            raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+
+
+def status_failure(exc: openai.APIStatusError) -> UpstreamFailure:
+    """An HTTP error answer as a failure; `exc.body` is the error object inside
+    OpenAI's `{"error": {...}}` (the SDK unwraps it)."""
+    failure = failure_from_error_object(exc.body, exc.status_code)
+    failure.retry_after_s = retry_after_s(exc.response.headers)
+    return failure
