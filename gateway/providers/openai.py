@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import aiohttp
 import httpx2
 import openai
 
@@ -65,13 +66,23 @@ class OpenAIProvider:
                             yield data
         except openai.APIStatusError as exc:
             raise status_failure(exc) from exc
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise UpstreamFailure(
-                "TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True
-            ) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
-            raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+            raise connection_failure(exc) from exc
+
+
+def connection_failure(exc: Exception) -> UpstreamFailure:
+    """A timeout or a failed connection. The SDK's aiohttp transport reports a refused
+    connection as a connect *timeout*; the aiohttp error underneath tells them apart."""
+    timeout = isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException)
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            timeout = False
+        cause = cause.__cause__
+    if timeout:
+        return UpstreamFailure("TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True)
+    message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
+    return UpstreamFailure("NETWORK_ERROR", message, retryable=True)
 
 
 def status_failure(exc: openai.APIStatusError) -> UpstreamFailure:

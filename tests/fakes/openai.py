@@ -10,6 +10,7 @@ Script it with `Reply` objects, one per expected model call, in order.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     error_after: int | None = None  # an `error` object after N chunks
     cut_after: int | None = None  # close the connection after N chunks
+    stall_after: int | None = None  # stop sending (connection open) after N chunks
     no_finish: bool = False  # no finish_reason (and no usage) before [DONE]
     model: str = MODEL
 
@@ -114,6 +116,8 @@ class FakeOpenAI:
                 assert request.transport is not None
                 request.transport.close()
                 return
+            if n == reply.stall_after:
+                await asyncio.sleep(3600)
             await response.write(_sse(chunk))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
