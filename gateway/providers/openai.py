@@ -2,8 +2,9 @@
 the Chat Completions streaming API.
 
 The official SDK makes the request (URL, auth headers, status errors); the gateway reads
-the raw SSE bytes itself, as it does for the Messages API: a pydantic chunk object per
-event costs several times what the rest of the relay does (bench/openai_read.py).
+the raw SSE bytes itself, as it does for the Messages API. Measured on one 20,000-delta
+stream (bench/openai_read.py), CPU per text delta: 3.8 µs read raw into `ChatTurn`,
+105 µs through the SDK's chunk objects, 222 µs through its stream helper.
 """
 
 from __future__ import annotations
