@@ -27,7 +27,7 @@ _DONE = b"[DONE]"
 
 
 class OpenAIProvider:
-    """Chat Completions through `openai.AsyncOpenAI`, which must have max_retries=0:
+    """Chat Completions through `openai.AsyncOpenAI`. Its own retries are turned off:
     retries are the caller's, so each one can be reported to the client."""
 
     name = "openai"
@@ -38,7 +38,7 @@ class OpenAIProvider:
         *,
         max_tokens_field: MaxTokensField = "max_completion_tokens",
     ) -> None:
-        self._client = client
+        self._client = client.with_options(max_retries=0)  # shares the client's connections
         self._max_tokens_field: MaxTokensField = max_tokens_field
 
     def new_turn(self, turn: int) -> ChatTurn:

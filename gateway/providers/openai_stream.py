@@ -143,6 +143,10 @@ class ChatTurn:
     def _finish_choice(self, reason: str) -> list[Event]:
         self._finished = True
         self.stop_reason = "refusal" if self._refused else STOP_REASONS.get(reason, reason)
+        if reason == "stop" and self._calls:
+            # Some servers (Gemini's compatible endpoint, older Ollama) end a turn that
+            # asked for tools with `stop`; the calls still want their answers.
+            self.stop_reason = "tool_use"
         if self._text:
             self.texts.append("".join(self._text))
         out: list[Event] = []

@@ -176,3 +176,11 @@ def test_missing_ids_are_made_unique_and_reset_forgets_an_attempt() -> None:
     assert (turn.content, turn.emitted, turn.stop_reason, turn.usage) == ([], 0, None, {})
     with pytest.raises(UpstreamFailure):
         turn.finish()
+
+
+def test_tool_calls_ended_with_stop_still_want_answers() -> None:
+    turn = ChatTurn(1)
+    reply = Reply(calls=[Call("lookup", {"q": "x"})], finish_reason="stop")
+    for chunk in FakeOpenAI().chunks(reply, include_usage=False):
+        turn.feed(chunk)
+    assert turn.stop_reason == "tool_use" and turn.tool_uses[0]["input"] == {"q": "x"}
