@@ -58,7 +58,8 @@ class Reply:
 
 class FakeOpenAI:
     """Records `requests` (JSON bodies) and `headers`; `rejected` holds the 400 bodies of
-    requests that failed validation."""
+    requests that failed validation; `disconnects` counts streams the client closed
+    before their end."""
 
     def __init__(self, replies: list[Reply] | None = None, api_key: str = "sk-fake") -> None:
         self.replies = list(replies or [])
@@ -66,6 +67,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.rejected: list[dict[str, Any]] = []
+        self.disconnects = 0
+        self.disconnected = asyncio.Event()
         self._calls = 0
 
     def add(self, *replies: Reply) -> None:
@@ -97,7 +100,12 @@ class FakeOpenAI:
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await self._stream(request, response, self.chunks(reply, include_usage=usage), reply)
+        try:
+            await self._stream(request, response, self.chunks(reply, include_usage=usage), reply)
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.disconnects += 1
+            self.disconnected.set()
+            raise
         return response
 
     async def _stream(

@@ -4,6 +4,7 @@ codes, and a multi-round history the fake validates on every call."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import openai
@@ -166,3 +167,24 @@ async def test_the_turn_must_be_the_providers_own(provider: OpenAIProvider) -> N
     assert isinstance(provider.new_turn(1), ChatTurn)
     with pytest.raises(TypeError):
         await attempt(provider, model_call(QUESTION), object())  # type: ignore[arg-type]
+
+
+async def test_a_cancelled_attempt_closes_the_upstream_stream(
+    provider: OpenAIProvider, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.add(Reply(text="one two three", chunk=4, stall_after=2))
+    turn = provider.new_turn(1)
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in provider.attempt(model_call(QUESTION), turn):
+            first.set()
+
+    task = asyncio.create_task(consume())
+    async with asyncio.timeout(5):
+        await first.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await fake_openai.disconnected.wait()
+    assert fake_openai.disconnects == 1 and turn.partial_texts() == ["one "]
