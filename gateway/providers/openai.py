@@ -48,7 +48,7 @@ class OpenAIProvider:
         """One HTTP attempt: relay the stream's events and fill `turn`."""
         if not isinstance(turn, ChatTurn):
             raise TypeError(f"OpenAIProvider needs its own turn, got {type(turn).__name__}")
-        body, _ = chat_body(call, max_tokens_field=self._max_tokens_field)
+        body, turn.dropped = chat_body(call, max_tokens_field=self._max_tokens_field)
         async for data in self._payloads(body):
             for event in turn.feed_payload(data):
                 yield event

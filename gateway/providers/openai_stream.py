@@ -10,6 +10,7 @@ accumulator does for strict tools, is quadratic in the input size).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -47,6 +48,9 @@ class ChatTurn:
 
     def __init__(self, turn: int) -> None:
         self.turn = turn
+        self.dropped: Counter[str] = Counter()
+        """Canonical blocks the request could not carry, by type (set per attempt), so
+        the caller can warn that, say, thinking did not cross to this provider."""
         self.reset()
 
     def reset(self) -> None:

@@ -188,3 +188,19 @@ async def test_a_cancelled_attempt_closes_the_upstream_stream(
             await task
         await fake_openai.disconnected.wait()
     assert fake_openai.disconnects == 1 and turn.partial_texts() == ["one "]
+
+
+async def test_blocks_the_request_cannot_carry_are_reported_on_the_turn(
+    provider: OpenAIProvider, fake_openai: FakeOpenAI
+) -> None:
+    thinking = {"type": "thinking", "thinking": "Let me see.", "signature": "sig"}
+    history: list[dict[str, Any]] = [
+        *QUESTION,
+        {"role": "assistant", "content": [thinking, {"type": "text", "text": "Hm."}]},
+        {"role": "user", "content": "Go on."},
+    ]
+    fake_openai.add(Reply(text="Done."))
+    turn = provider.new_turn(2)
+    await attempt(provider, model_call(history), turn)
+    assert turn.dropped == {"thinking": 1} and fake_openai.rejected == []
+    assert fake_openai.requests[0]["messages"][2] == {"role": "assistant", "content": "Hm."}
