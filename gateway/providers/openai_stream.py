@@ -6,6 +6,9 @@ its `id` and `name`, later ones only `arguments` pieces, and several calls may b
 once. Fragments are collected per index and each call's arguments joined and parsed
 once, when the choice finishes (re-parsing the growing JSON per fragment, as the SDK's
 accumulator does for strict tools, is quadratic in the input size).
+
+Reasoning text that compatible servers stream (`reasoning_content` or `reasoning`) is
+relayed as `thinking` events and left out of the turn's content.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class ChatTurn:
         self.texts: list[str] = []
         self._text: list[str] = []
         self._refused = False
+        self._thinking = False
         self._calls: dict[int, _Call] = {}
         self._finished = False
 
@@ -107,6 +111,14 @@ class ChatTurn:
     def _choice(self, choice: dict[str, Any]) -> list[Event]:
         delta = choice.get("delta") or {}
         out: list[Event] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self._think(reasoning, out)
+        if self._thinking and (
+            delta.get("content") or delta.get("tool_calls") or choice.get("finish_reason")
+        ):
+            self._thinking = False
+            out.append({"type": "thinking_complete", "turn": self.turn})
         text = delta.get("content")
         if text:
             self._text.append(text)
@@ -122,6 +134,15 @@ class ChatTurn:
         if reason is not None and not self._finished:
             out.extend(self._finish_choice(reason))
         return out
+
+    def _think(self, reasoning: str, out: list[Event]) -> None:
+        # Relayed so readers see the model work, but kept out of the history: the
+        # servers that stream it (DeepSeek, vLLM, OpenRouter, Ollama) do not take it
+        # back, and unsigned thinking must not reach the Messages API after a fallback.
+        if not self._thinking:
+            self._thinking = True
+            out.append({"type": "thinking_start", "turn": self.turn})
+        out.append({"type": "thinking", "text": reasoning})
 
     def _fragment(self, fragment: dict[str, Any], out: list[Event]) -> None:
         index = fragment.get("index", 0)

@@ -39,6 +39,8 @@ class Reply:
 
     text: str = ""
     calls: list[Call] = field(default_factory=list)
+    reasoning: str = ""  # streamed before the text, as compatible servers do
+    reasoning_field: str = "reasoning_content"  # DeepSeek's and vLLM's; OpenRouter: reasoning
     chunk: int = 8
     finish_reason: str | None = None  # default: tool_calls if any Call, else stop
     interleave: bool = False  # the fragments of parallel calls take turns
@@ -153,6 +155,8 @@ class FakeOpenAI:
             return {**base, "choices": [choice]}
 
         out = [chunk({"role": "assistant", "content": "", "refusal": None})]
+        field = reply.reasoning_field
+        out += [chunk({field: piece}) for piece in _pieces(reply.reasoning, reply.chunk)]
         out += [chunk({"content": piece}) for piece in _pieces(reply.text, reply.chunk)]
         out += [chunk({"tool_calls": [f]}) for f in self._fragments(reply)]
         if reply.no_finish:

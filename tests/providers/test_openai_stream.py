@@ -184,3 +184,15 @@ def test_tool_calls_ended_with_stop_still_want_answers() -> None:
     for chunk in FakeOpenAI().chunks(reply, include_usage=False):
         turn.feed(chunk)
     assert turn.stop_reason == "tool_use" and turn.tool_uses[0]["input"] == {"q": "x"}
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_is_relayed_as_thinking_but_kept_out_of_the_history(field: str) -> None:
+    reply = Reply(reasoning="Revenue is in the 10-K.", reasoning_field=field, text="$391B.")
+    turn = ChatTurn(2)
+    out = [e for c in FakeOpenAI().chunks(reply, include_usage=True) for e in turn.feed(c)]
+    kinds = [e["type"] for e in out]
+    assert kinds == ["thinking_start"] + ["thinking"] * 3 + ["thinking_complete", "delta"]
+    assert "".join(e["text"] for e in out if e["type"] == "thinking") == reply.reasoning
+    assert turn.content == [{"type": "text", "text": "$391B."}]
+    assert turn.partial_texts() == ["$391B."]
