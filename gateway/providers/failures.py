@@ -58,6 +58,9 @@ def failure_from_error_object(error: Any, status: int | None = None) -> Upstream
         code, retryable = status_code(status)
     else:
         code, retryable = _CODE_BY_TYPE.get(str(kind), ("UNKNOWN_ERROR", True))
+    if "insufficient_quota" in (kind, code_field):
+        # OpenAI's 429 for an exhausted balance: waiting will not help, another upstream may.
+        retryable = False
     message = str(error.get("message") or "upstream error")
     details: dict[str, Any] = {"upstream_type": kind, "upstream_code": code_field}
     if status is not None:

@@ -196,3 +196,15 @@ def test_reasoning_is_relayed_as_thinking_but_kept_out_of_the_history(field: str
     assert "".join(e["text"] for e in out if e["type"] == "thinking") == reply.reasoning
     assert turn.content == [{"type": "text", "text": "$391B."}]
     assert turn.partial_texts() == ["$391B."]
+
+
+def test_a_structured_output_refusal_is_text_with_stop_reason_refusal() -> None:
+    turn = ChatTurn(1)
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": ""}}]},
+        {"choices": [{"index": 0, "delta": {"refusal": "I can't help with that."}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    out = [e for c in chunks for e in turn.feed(c)]
+    assert out == [{"type": "delta", "text": "I can't help with that."}]
+    assert turn.stop_reason == "refusal" and turn.texts == ["I can't help with that."]
