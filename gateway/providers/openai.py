@@ -26,6 +26,28 @@ from gateway.upstream import SSEDecoder
 _DONE = b"[DONE]"
 
 
+NO_KEY = "no-key"
+
+
+def create_client(
+    base_url: str | None, api_key: str | None, timeout_s: float
+) -> openai.AsyncOpenAI:
+    """The SDK client for an upstream: aiohttp transport, no retries of its own.
+
+    Local servers (vLLM, Ollama) take any key but the SDK insists on one; OpenAI's own
+    API without a key is a configuration error, said at startup rather than per call.
+    """
+    if api_key is None and base_url is None:
+        raise ValueError("OPENAI_API_KEY is required to use OpenAI's API")
+    return openai.AsyncOpenAI(
+        api_key=api_key or NO_KEY,
+        base_url=base_url,
+        max_retries=0,
+        timeout=timeout_s,
+        http_client=openai.DefaultAioHttpClient(),
+    )
+
+
 class OpenAIProvider:
     """Chat Completions through `openai.AsyncOpenAI`. Its own retries are turned off:
     retries are the caller's, so each one can be reported to the client."""

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.providers.openai import OpenAIProvider
+from gateway.providers.openai import OpenAIProvider, create_client
 from tests.fakes.openai import FakeOpenAI
 
 
@@ -27,13 +27,7 @@ async def openai_server(fake_openai: FakeOpenAI, aiohttp_server: AiohttpServer) 
 async def openai_client(
     openai_server: TestServer, fake_openai: FakeOpenAI
 ) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(
-        api_key=fake_openai.api_key,
-        base_url=str(openai_server.make_url("/v1")),
-        max_retries=0,
-        timeout=10.0,
-        http_client=openai.DefaultAioHttpClient(),
-    )
+    client = create_client(str(openai_server.make_url("/v1")), fake_openai.api_key, 10.0)
     yield client
     await client.close()
 

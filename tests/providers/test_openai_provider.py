@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import openai
 import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import ModelCall, Provider, Turn
-from gateway.providers.openai import OpenAIProvider
+from gateway.providers.openai import NO_KEY, OpenAIProvider, create_client
 from gateway.providers.openai_stream import ChatTurn
 from tests.fakes.openai import Call, FakeOpenAI, Reply
 
@@ -152,10 +151,7 @@ async def test_bad_key_and_closed_port_and_stall(
     ]
     fake_openai.add(Reply(text="slow", stall_after=1))
     for base_url, key, code in cases:
-        client = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=0.5,
-            http_client=openai.DefaultAioHttpClient(),
-        )  # fmt: skip
+        client = create_client(base_url, key, timeout_s=0.5)
         try:
             failure = await failure_of(OpenAIProvider(client), model_call(QUESTION))
         finally:
@@ -204,3 +200,17 @@ async def test_blocks_the_request_cannot_carry_are_reported_on_the_turn(
     await attempt(provider, model_call(history), turn)
     assert turn.dropped == {"thinking": 1} and fake_openai.rejected == []
     assert fake_openai.requests[0]["messages"][2] == {"role": "assistant", "content": "Hm."}
+
+
+async def test_a_local_server_needs_no_key_but_openai_does(
+    openai_server: TestServer, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.api_key = NO_KEY  # a local server that takes whatever the SDK sends
+    fake_openai.add(Reply(text="ok"))
+    client = create_client(str(openai_server.make_url("/v1")), None, timeout_s=5)
+    try:
+        await attempt(OpenAIProvider(client), model_call(QUESTION), ChatTurn(1))
+    finally:
+        await client.close()
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        create_client(None, None, timeout_s=5)
