@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     gateway_upstream: Literal["anthropic", "demo"] | None = None
     """None: `anthropic` when a key is set, else the built-in `demo` model."""
 
+    openai_base_url: str | None = None
+    """An OpenAI-compatible server (OpenRouter, vLLM, Ollama, LiteLLM, Azure); None: OpenAI."""
+    openai_api_key: str | None = None
+    openai_model: str | None = None
+    """The model an `openai` upstream is asked for; it must be set to use one."""
+
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
     sdk_max_turns: int = Field(10, ge=1, le=100)
