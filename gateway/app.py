@@ -7,7 +7,6 @@ import gc
 import time
 from collections.abc import AsyncIterator
 
-import anthropic
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
@@ -16,12 +15,9 @@ from opentelemetry.trace import Tracer
 from gateway import __version__, keys
 from gateway.errors import ValidationFailed
 from gateway.handlers import routes
-from gateway.health import UpstreamHealth
 from gateway.loop import LoopDeps
 from gateway.metrics import Metrics
 from gateway.middleware import observe_requests
-from gateway.model import AnthropicModel
-from gateway.models import ModelCatalog
 from gateway.observe import RunObserver
 from gateway.planner import RunPlanner
 from gateway.redis_store import RedisStore
@@ -30,6 +26,7 @@ from gateway.runs import RunFactory, RunManager
 from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike
+from gateway.upstreams import Upstreams, open_upstreams
 
 
 def create_app(
@@ -49,7 +46,6 @@ def create_app(
     # the events) but are not recorded.
     provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
-    app[keys.HEALTH] = UpstreamHealth()
     app[keys.STARTED_AT] = time.monotonic()
     app.cleanup_ctx.append(_tools_ctx(toolset))
     app.cleanup_ctx.append(_upstream_ctx)
@@ -81,45 +77,24 @@ def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
 
 
 async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The SDK client, pointed at the real API, a configured server, or the demo model."""
+    """The upstreams (the real API, a configured server, OpenAI-compatible, the demo
+    model), the run planner on the primary's model records, and the run manager."""
     settings = app[keys.SETTINGS]
-    demo_runner: web.AppRunner | None = None
-    base_url = settings.anthropic_base_url
-    if settings.upstream_kind == "demo":
-        from gateway.demo import create_demo_app
-
-        demo_app = create_demo_app(delay_s=settings.gateway_demo_pacing_ms / 1000)
-        demo_runner = web.AppRunner(demo_app, access_log=None)
-        await demo_runner.setup()
-        site = web.TCPSite(demo_runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = demo_runner.addresses[0][:2]
-        base_url = f"http://{host}:{port}"
-    client = anthropic.AsyncAnthropic(
-        api_key=settings.anthropic_api_key or "demo-no-key",
-        base_url=base_url,
-        max_retries=0,  # the gateway retries, and tells the client each time
-        timeout=settings.gateway_upstream_timeout_s,
-        http_client=anthropic.DefaultAioHttpClient(),
-        open_telemetry=False,  # the gateway's own `chat` span already covers the call
-    )
-    app[keys.UPSTREAM_URL] = str(client.base_url)
-    app[keys.PLANNER] = RunPlanner(settings, ModelCatalog(client))
-    app[keys.RUNS] = _run_manager(app, AnthropicModel(client))
-    try:
-        await app[keys.RUNS].open()
-        with contextlib.suppress(ValidationFailed):  # logged; each run is refused with a 400
-            await app[keys.PLANNER].record()
-        yield
-    finally:
-        await app[keys.RUNS].shutdown()
-        await app[keys.RUNS].close()
-        await client.close()
-        if demo_runner is not None:
-            await demo_runner.cleanup()
+    async with open_upstreams(settings) as upstreams:
+        app[keys.UPSTREAMS] = upstreams
+        app[keys.PLANNER] = RunPlanner(settings, upstreams.catalog)
+        app[keys.RUNS] = _run_manager(app, upstreams)
+        try:
+            await app[keys.RUNS].open()
+            with contextlib.suppress(ValidationFailed):  # logged; each run gets the 400
+                await app[keys.PLANNER].record()
+            yield
+        finally:
+            await app[keys.RUNS].shutdown()
+            await app[keys.RUNS].close()
 
 
-def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
+def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
     settings = app[keys.SETTINGS]
 
     def deps(run: Run, request: RunRequest, endpoint: str, parent: object) -> LoopDeps:
@@ -134,8 +109,10 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
             tool_names=frozenset(toolset.registry.names()),
             parent=parent,  # type: ignore[arg-type]
             trace_content=settings.gateway_trace_content,
+            upstream=upstreams.providers[0].name,
+            on_upstream_result=upstreams.health.record,
         )
-        return LoopDeps(model, toolset.registry, observer, toolset.services)
+        return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
 
     sessions, shared = _stores(settings)
     return RunManager(
@@ -144,7 +121,6 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
-        on_end=app[keys.HEALTH].record,
         shared=shared,
     )
 

@@ -81,14 +81,17 @@ def tool_call(phase: ToolPhase, tool: dict[str, Any], turn: int, **fields: Any) 
     return {"type": "tool_call", "phase": phase, "tool": tool, "turn": turn, **fields}
 
 
-def turn_complete(turn: int, tool_count: int, stop_reason: str | None, usage: Event) -> Event:
-    """After each model call and its tools; `usage` is this call's."""
+def turn_complete(
+    turn: int, tool_count: int, stop_reason: str | None, usage: Event, upstream: str
+) -> Event:
+    """After each model call and its tools; `usage` is this call's, `upstream` who answered."""
     return {
         "type": "turn_complete",
         "turn": turn,
         "tool_count": tool_count,
         "stop_reason": stop_reason,
         "usage": usage,
+        "upstream": upstream,
     }
 
 

@@ -164,22 +164,29 @@ async def list_tools(request: web.Request) -> web.Response:
 async def health(request: web.Request) -> web.Response:
     app = request.app
     settings = app[keys.SETTINGS]
-    upstream = app[keys.HEALTH]
+    upstreams = app[keys.UPSTREAMS]
+    health = upstreams.health
+    primary = health.primary
     toolset = app[keys.TOOLSET]
     body = {
-        "ok": not upstream.degraded,
-        "status": "degraded" if upstream.degraded else "healthy",
+        "ok": not health.degraded,
+        "status": "degraded" if health.degraded else "healthy",
         "version": __version__,
         "model": settings.model,
         "model_record": _model_health(app),
         "upstream": settings.upstream_kind,
-        "upstream_consecutive_failures": upstream.consecutive_failures,
-        "upstream_last_error": upstream.last_error,
+        "upstream_consecutive_failures": primary.consecutive_failures,
+        "upstream_last_error": primary.last_error,
+        "upstreams": [
+            {"name": p.name, "model": p.model, "url": upstreams.urls[p.name],
+             **health.by_name[p.name].report()}
+            for p in upstreams.providers
+        ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
         "active_runs": len(app[keys.RUNS].active()),
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
-    }
-    return json_response(body, 503 if upstream.degraded else 200)
+    }  # fmt: skip
+    return json_response(body, 503 if health.degraded else 200)
 
 
 def _model_health(app: web.Application) -> dict[str, object] | None:

@@ -6,16 +6,16 @@ nothing of HTTP. The run driver (runs.py) turns its end into the terminal event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import events
 from gateway.events import Event, Outcome
-from gateway.model import ModelClient, RetryPolicy, stream_turn
 from gateway.observe import RunObserver
-from gateway.shaping import CallPlan, cached_tools, date_block, system_blocks, with_breakpoint
-from gateway.upstream import TurnTranslator
+from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.providers.seam import RetryPolicy, call_model
+from gateway.shaping import CallPlan, today_text
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -32,15 +32,15 @@ class LoopConfig:
     max_turns: int
     """Tool rounds: the tools of the last round run, then one call that may not use tools."""
     system: str | None = None
-    date: dict[str, Any] = field(default_factory=date_block)
+    date: str = field(default_factory=today_text)
     allowed_tools: frozenset[str] | None = None
-    upstream: str = "anthropic"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass
 class LoopDeps:
-    model: ModelClient
+    upstreams: Sequence[Provider]
+    """The providers in fallback order: the first answers unless it fails."""
     registry: ToolRegistry
     observer: RunObserver
     services: dict[str, Any] = field(default_factory=dict)
@@ -67,14 +67,15 @@ class RunState:
     response_model: str | None = None
     last_calls: tuple[str, ...] = ()
     repeats: int = 0
-    current: TurnTranslator | None = None
+    current: Turn | None = None
+    dropped_warned: set[str] = field(default_factory=set)
 
     def answer(self) -> str:
         """The run's text as a reader of the stream saw it, even if cut off mid-turn."""
         texts = self.texts if self.current is None else [*self.texts, *self.current.partial_texts()]
         return "\n\n".join(texts)
 
-    def add_turn(self, turn: TurnTranslator) -> None:
+    def add_turn(self, turn: Turn) -> None:
         self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
         self.stop_reason = turn.stop_reason
@@ -90,13 +91,12 @@ class RunState:
 async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
     """Yields every event of the run except the terminal one; sets `state.outcome`."""
     plan = config.plan
-    local = deps.registry.definitions(config.allowed_tools)
-    tools = cached_tools([*local, *plan.server_tools], cache=plan.cache)
+    tools = deps.registry.definitions(config.allowed_tools)
     yield events.system_info(
         model=plan.model,
         session_id=state.session_id,
-        tools=len(tools),
-        upstream=config.upstream,
+        tools=len(tools) + len(plan.server_tools),
+        upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )
     for notice in plan.notices:
@@ -107,15 +107,15 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
             return
         state.turns += 1
         yield events.turn_start(state.turns, config.max_turns)
-        turn = state.current = TurnTranslator(state.turns)
-        params = request_params(config, state.messages, tools, tools_off=state.wrap_up is not None)
-        with deps.observer.model_call(state.turns, params) as call:
-            async for event in stream_turn(deps.model, params, turn, config.retry, call.retry):
+        call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
+        with deps.observer.model_call(state.turns, call) as span:
+            hooks = span.hooks(state)
+            async for event in call_model(deps.upstreams, call, state.turns, config.retry, hooks):
                 yield event
-            call.finish(turn)
+            turn = span.finish()
         state.add_turn(turn)
         complete = events.turn_complete(
-            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage
+            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage, span.upstream
         )
         if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
             async for event in _tool_round(config, deps, state, turn):
@@ -131,8 +131,32 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         return
 
 
+def model_call(
+    config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    tools_off: bool,
+) -> ModelCall:  # fmt: skip
+    """The next call in canonical form; each provider writes its own request from it."""
+    plan = config.plan
+    return ModelCall(
+        model=plan.model,
+        max_tokens=plan.max_tokens,
+        messages=messages,
+        system=config.system,
+        tools=tools,
+        # The wrap-up call keeps the definitions (the history mentions the tools) but
+        # may not use them, so the client still gets an answer.
+        tool_choice="none" if tools_off else "auto",
+        output_schema=plan.output_schema,
+        system_suffix=config.date,
+        thinking=plan.thinking,
+        effort=plan.effort,
+        server_tools=plan.server_tools,
+        cache=plan.cache,
+    )
+
+
 async def _tool_round(
-    config: LoopConfig, deps: LoopDeps, state: RunState, turn: TurnTranslator
+    config: LoopConfig, deps: LoopDeps, state: RunState, turn: Turn
 ) -> AsyncIterator[Event]:
     """Run one round of tools and append their results, with the budget note, as the next
     user message; past the last round, the next call wraps up without tools."""
@@ -164,31 +188,7 @@ def _context_full(plan: CallPlan, state: RunState) -> bool:
     return bool(plan.context_window) and state.context_tokens >= (plan.context_window or 0)
 
 
-def request_params(
-    config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool = False,
-) -> dict[str, Any]:  # fmt: skip
-    """The Messages API request body for the next call (the SDK adds `stream`)."""
-    plan = config.plan
-    params: dict[str, Any] = {
-        "model": plan.model,
-        "max_tokens": plan.max_tokens,
-        "messages": with_breakpoint(messages) if plan.cache else messages,
-        "system": system_blocks(config.system, config.date, cache=plan.cache),
-    }
-    if tools:
-        params["tools"] = tools
-        # The wrap-up call keeps the definitions (the history mentions the tools) but
-        # may not use them, so the client still gets an answer.
-        params["tool_choice"] = {"type": "none" if tools_off else "auto"}
-    if plan.thinking is not None:
-        params["thinking"] = plan.thinking
-    if plan.output_config is not None:
-        params["output_config"] = plan.output_config
-    return params
-
-
-def _limit_reached(config: LoopConfig, state: RunState, turn: TurnTranslator) -> Outcome | None:
+def _limit_reached(config: LoopConfig, state: RunState, turn: Turn) -> Outcome | None:
     calls = tuple(sorted(f"{u['name']}:{u['input']}" for u in turn.tool_uses))
     state.repeats = state.repeats + 1 if calls == state.last_calls else 1
     state.last_calls = calls
@@ -207,7 +207,7 @@ def _wrap_up_warning(reason: Outcome, turns: int) -> Event:
 
 
 async def _answer_tools(
-    turn: TurnTranslator, deps: LoopDeps, state: RunState, results: list[dict[str, Any]],
+    turn: Turn, deps: LoopDeps, state: RunState, results: list[dict[str, Any]],
     *, run: bool,
 ) -> AsyncIterator[Event]:  # fmt: skip
     """Fill `results` with one `tool_result` per `tool_use`, in order; run them concurrently

@@ -35,8 +35,9 @@ class ModelRecord:
     id: str
     display_name: str = ""
     lifecycle: Lifecycle = "unknown"
-    source: Literal["models_api", "defaults"] = "defaults"
-    """`defaults`: the Models API could not be read; nothing optional is sent."""
+    source: Literal["models_api", "defaults", "provider"] = "defaults"
+    """`defaults`: the Models API could not be read, nothing optional is sent;
+    `provider`: a provider without model records says what its models take."""
     max_tokens: int | None = None
     max_input_tokens: int | None = None
     thinking_adaptive: bool = False
@@ -197,3 +198,16 @@ def _log_lifecycle(record: ModelRecord) -> None:
         log.error("model %s is retired: every run will be refused", record.id)
     else:
         log.info("model %s (%s): %s", record.id, record.display_name, record.lifecycle)
+
+
+@dataclass
+class StaticCatalog:
+    """The record of a provider that has no Models API (Chat Completions servers)."""
+
+    record: ModelRecord
+
+    def cached(self, model: str) -> ModelRecord | None:
+        return self.record if model == self.record.id else None
+
+    async def get(self, model: str) -> ModelRecord:
+        return self.record

@@ -7,8 +7,8 @@ everything a model cannot do is refused here, before any SSE header.
 from __future__ import annotations
 
 from gateway.loop import LoopConfig
-from gateway.model import RetryPolicy
-from gateway.models import ModelCatalog, ModelRecord
+from gateway.models import ModelCatalog, ModelRecord, StaticCatalog
+from gateway.providers.seam import RetryPolicy
 from gateway.run import RunRequest
 from gateway.settings import Settings
 from gateway.shaping import ThinkingChoice, plan_run
@@ -25,7 +25,7 @@ rounds you have left: plan your lookups to fit, and answer when none are left.""
 class RunPlanner:
     """Makes each run's LoopConfig from the settings, the request and the model record."""
 
-    def __init__(self, settings: Settings, catalog: ModelCatalog) -> None:
+    def __init__(self, settings: Settings, catalog: ModelCatalog | StaticCatalog) -> None:
         self.settings = settings
         self.catalog = catalog
         self.retry = RetryPolicy(
@@ -54,7 +54,6 @@ class RunPlanner:
             max_turns=request.max_turns or settings.sdk_max_turns,
             system=self.system,
             allowed_tools=request.tools,
-            upstream=settings.upstream_kind,
             retry=self.retry,
         )
 

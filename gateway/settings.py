@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.config import ToolsConfig
@@ -15,6 +15,7 @@ from tools.config import ToolsConfig
 DEFAULT_MODEL = "claude-sonnet-5"
 DEMO_MODEL = "demo"
 SERVER_TOOLS = ("web_search", "web_fetch")
+UpstreamKind = Literal["anthropic", "openai", "demo"]
 
 
 class Settings(BaseSettings):
@@ -29,7 +30,7 @@ class Settings(BaseSettings):
 
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
-    gateway_upstream: Literal["anthropic", "demo"] | None = None
+    gateway_upstream: UpstreamKind | None = None
     """None: `anthropic` when a key is set, else the built-in `demo` model."""
 
     openai_base_url: str | None = None
@@ -37,6 +38,8 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     openai_model: str | None = None
     """The model an `openai` upstream is asked for; it must be set to use one."""
+    gateway_fallback_upstreams: Annotated[tuple[UpstreamKind, ...], NoDecode] = ()
+    """Upstreams to hand a model call to, in order, when the one before failed it."""
 
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
@@ -91,7 +94,9 @@ class Settings(BaseSettings):
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
     """How long a session's history is kept after its last run."""
 
-    @field_validator("gateway_api_keys", "anthropic_server_tools", mode="before")
+    @field_validator(
+        "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams", mode="before"
+    )
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
@@ -109,7 +114,26 @@ class Settings(BaseSettings):
     @property
     def model(self) -> str:
         """The model runs use: the demo answers under its own name."""
-        return DEMO_MODEL if self.upstream_kind == "demo" else self.sdk_model
+        return self.model_of(self.upstream_kind)
+
+    def model_of(self, upstream: UpstreamKind) -> str:
+        if upstream == "demo":
+            return DEMO_MODEL
+        if upstream == "openai":
+            return self.openai_model or ""
+        return self.sdk_model
+
+    @property
+    def upstreams(self) -> tuple[UpstreamKind, ...]:
+        """Every upstream a model call may go to, in the order they are tried."""
+        order = (self.upstream_kind, *self.gateway_fallback_upstreams)
+        return tuple(dict.fromkeys(order))
+
+    @model_validator(mode="after")
+    def _openai_needs_a_model(self) -> Settings:
+        if "openai" in self.upstreams and not self.openai_model:
+            raise ValueError("an openai upstream needs OPENAI_MODEL")
+        return self
 
     @property
     def server_tools(self) -> tuple[str, ...]:
@@ -120,7 +144,7 @@ class Settings(BaseSettings):
         return tuple(name for name in SERVER_TOOLS if name in wanted)
 
     @property
-    def upstream_kind(self) -> Literal["anthropic", "demo"]:
+    def upstream_kind(self) -> UpstreamKind:
         if self.gateway_upstream is not None:
             return self.gateway_upstream
         return "anthropic" if self.anthropic_api_key else "demo"

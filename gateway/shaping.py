@@ -40,7 +40,8 @@ class CallPlan:
     model: str
     max_tokens: int
     thinking: dict[str, Any] | None = None
-    output_config: dict[str, Any] | None = None
+    effort: str | None = None
+    output_schema: dict[str, Any] | None = None
     server_tools: tuple[dict[str, Any], ...] = ()
     context_window: int | None = None
     structured: bool = False
@@ -69,25 +70,20 @@ def plan_run(
         message = f"The model {record.id} is deprecated{retires}; ask the operator to move on"
         notices.append(events.warning("model_deprecated", message, 0, model=record.id))
     thinking_param = _thinking(record, thinking, cap, notices)
-    output_config: dict[str, Any] = {}
     if record.source == "defaults" and effort_explicit:
         message = "Effort is not set: the model's capabilities could not be read"
         notices.append(events.warning("effort_skipped", message, 0))
-    level = _effort(record, effort, explicit=effort_explicit)
-    if level:
-        output_config["effort"] = level
-    if output_format is not None:
-        if not record.structured_outputs:
-            raise ValidationFailed(
-                f"The model {record.id} does not support structured output (output_format)",
-                {"field": "output_format", "model": record.id},
-            )
-        output_config["format"] = output_format
+    if output_format is not None and not record.structured_outputs:
+        raise ValidationFailed(
+            f"The model {record.id} does not support structured output (output_format)",
+            {"field": "output_format", "model": record.id},
+        )
     return CallPlan(
         model=record.id,
         max_tokens=cap,
         thinking=thinking_param,
-        output_config=output_config or None,
+        effort=_effort(record, effort, explicit=effort_explicit),
+        output_schema=output_format["schema"] if output_format is not None else None,
         server_tools=_server_tools(record, server_tools),
         context_window=record.max_input_tokens,
         structured=output_format is not None,
@@ -145,9 +141,9 @@ def _refuse(record: ModelRecord, what: str, field: str = "thinking") -> Validati
     return ValidationFailed(f"The model {record.id} {what}", {"field": field, "model": record.id})
 
 
-def date_block() -> dict[str, Any]:
+def today_text() -> str:
     """Today's date for the model: computed per run, placed after the cached prompt."""
-    return {"type": "text", "text": f"Today's date is {datetime.now(UTC).date().isoformat()}."}
+    return f"Today's date is {datetime.now(UTC).date().isoformat()}."
 
 
 def cached_tools(tools: list[dict[str, Any]], *, cache: bool) -> list[dict[str, Any]]:
@@ -157,13 +153,15 @@ def cached_tools(tools: list[dict[str, Any]], *, cache: bool) -> list[dict[str, 
     return [*tools[:-1], {**tools[-1], "cache_control": EPHEMERAL}]
 
 
-def system_blocks(prompt: str | None, date: dict[str, Any], *, cache: bool) -> list[Any]:
+def system_blocks(
+    prompt: str | None, suffix: dict[str, Any] | None, *, cache: bool
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if prompt:
         blocks.append(
             {"type": "text", "text": prompt, **({"cache_control": EPHEMERAL} if cache else {})}
         )
-    return [*blocks, date]
+    return [*blocks, suffix] if suffix else blocks
 
 
 def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ lost: orjson parses a small event faster than Python can slice and check one.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -127,6 +128,7 @@ class TurnTranslator:
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
         self.texts: list[str] = []
+        self.dropped: Counter[str] = Counter()  # the Messages API takes every block
         self._blocks: dict[int, dict[str, Any]] = {}
         self._parts: dict[int, list[str]] = {}
         self._server_names: dict[str, str] = {}

@@ -84,7 +84,7 @@ def test_what_a_model_cannot_take_is_refused() -> None:
         plan(BUDGET, 40_000)  # the cap is the model's own max_tokens
     with pytest.raises(Exception, match="effort 'max'"):
         plan(ADAPTIVE, effort="max")
-    assert plan(ADAPTIVE, effort="high").output_config == {"effort": "high"}
+    assert plan(ADAPTIVE, effort="high").effort == "high"
     assert plan(BUDGET).max_tokens == 32_000
 
 

@@ -47,7 +47,9 @@ async def test_later_calls_read_their_prefix_from_the_cache(
     assert all(u["input_tokens"] < 30 for u in usages[1:])  # only the uncached tail is billed
     final = events[-1]["usage"]
     assert final["cache_read_input_tokens"] == sum(u["cache_read_input_tokens"] for u in usages)
-    read = value(metrics, "claude_cache_read_tokens_total", model="claude-test-model")
+    read = value(
+        metrics, "claude_cache_read_tokens_total", model="claude-test-model", upstream="anthropic"
+    )
     assert read == final["cache_read_input_tokens"]
 
 

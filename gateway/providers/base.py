@@ -8,6 +8,7 @@ the run's totals need. Retries, fallback and their warnings belong to the caller
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -31,6 +32,15 @@ class ModelCall:
     tool_choice: Literal["auto", "none"] = "auto"
     output_schema: dict[str, Any] | None = None
     """JSON schema the final answer must satisfy, or None for free text."""
+    system_suffix: str | None = None
+    """What changes between runs (today's date): after the system prompt, never cached."""
+    thinking: dict[str, Any] | None = None
+    """The Messages API `thinking` parameter; providers that cannot think leave it out."""
+    effort: str | None = None
+    server_tools: tuple[dict[str, Any], ...] = ()
+    """Tools the Messages API runs itself; other providers cannot offer them."""
+    cache: bool = False
+    """Mark prompt-cache breakpoints (tools, system prompt, newest message)."""
 
 
 class Turn(Protocol):
@@ -47,6 +57,9 @@ class Turn(Protocol):
     input_errors: dict[str, str]
     """Tool id -> why its input was not a JSON object."""
     texts: list[str]
+    dropped: Counter[str]
+    """What the request could not carry to this provider (thinking blocks, server tools),
+    by kind, so the caller can say so."""
 
     @property
     def content(self) -> list[dict[str, Any]]:
@@ -71,6 +84,8 @@ class Provider(Protocol):
 
     name: str
     """"anthropic" | "openai" | "demo": the `upstream` label of events and metrics."""
+    model: str
+    """The model this provider is asked for."""
 
     def new_turn(self, turn: int) -> Turn: ...
 

@@ -57,9 +57,11 @@ class OpenAIProvider:
     def __init__(
         self,
         client: openai.AsyncOpenAI,
+        model: str = "",
         *,
         max_tokens_field: MaxTokensField = "max_completion_tokens",
     ) -> None:
+        self.model = model
         self._client = client.with_options(max_retries=0)  # shares the client's connections
         self._max_tokens_field: MaxTokensField = max_tokens_field
 

@@ -37,8 +37,9 @@ def chat_body(
     had to be dropped, counted by type."""
     dropped: Counter[str] = Counter()
     messages: list[dict[str, Any]] = []
-    if call.system:
-        messages.append({"role": "system", "content": call.system})
+    system = "\n\n".join(part for part in (call.system, call.system_suffix) if part)
+    if system:
+        messages.append({"role": "system", "content": system})
     for message in call.messages:
         if message["role"] == "assistant":
             messages.extend(_assistant(message["content"], dropped))
@@ -51,11 +52,13 @@ def chat_body(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    tools = [_tool(tool, dropped) for tool in call.tools]
+    tools = [_tool(tool, dropped) for tool in (*call.tools, *call.server_tools)]
     functions = [tool for tool in tools if tool is not None]
     if functions:
         body["tools"] = functions
         body["tool_choice"] = call.tool_choice
+    if call.thinking is not None and call.thinking.get("type") != "disabled":
+        dropped["thinking_config"] += 1
     if call.output_schema is not None:
         schema = {"name": SCHEMA_NAME, "schema": call.output_schema, "strict": True}
         body["response_format"] = {"type": "json_schema", "json_schema": schema}

@@ -82,7 +82,7 @@ class Reply:
     stall_after: int | None = None  # stop sending (connection open) after N events
     no_stop: bool = False  # end the body without message_stop
     delay_s: float = 0.0  # pause before each event
-    model: str = "claude-sonnet-4-5-20250929"
+    model: str | None = None  # default: the model the request asked for, as the API answers
 
 
 def _tool_id(n: int) -> str:
@@ -202,7 +202,7 @@ class FakeAnthropic:
         out: list[dict[str, Any]] = [
             {"type": "message_start", "message": {
                 "id": f"msg_fake{len(self.requests):04d}", "type": "message",
-                "role": "assistant", "model": reply.model, "content": [],
+                "role": "assistant", "model": reply.model or self._asked_model(), "content": [],
                 "stop_reason": None, "stop_sequence": None, "usage": usage}},
             {"type": "ping"},
         ]  # fmt: skip
@@ -221,6 +221,9 @@ class FakeAnthropic:
         })  # fmt: skip
         out.append({"type": "message_stop"})
         return out
+
+    def _asked_model(self) -> str:
+        return str(self.requests[-1].get("model")) if self.requests else "claude-test-model"
 
     def _block(
         self, index: int, block: Text | ToolUse | Thinking | RedactedThinking
