@@ -14,8 +14,9 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import __version__, events, keys, sse
+from gateway import __version__, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
+from gateway.fold import fold
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
 
@@ -135,7 +136,7 @@ async def research(request: web.Request) -> web.Response:
     finally:
         run.detach()
     collected = sse.parse_frames(b"".join(run.log.since(0)))
-    result = events.fold(collected)
+    result = fold(collected)
     if "error" in result:
         error = result["error"]
         status = GatewayError(error["code"], error["message"]).status

@@ -100,7 +100,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         trace_id=deps.observer.trace_id,
     )
     for notice in plan.notices:
-        yield dict(notice)  # the log stamps each event it takes
+        yield notice.copy()  # the log stamps each event it takes
     while True:
         if _context_full(plan, state):
             state.outcome = "context_exceeded"

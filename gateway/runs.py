@@ -133,6 +133,7 @@ class RunManager:
     ) -> None:
         observer = deps.observer
         failed = loaded = False
+        terminal: Event
         try:
             if not request.replace_history:  # here, not in start: a store may need a trip
                 state.messages[:0] = await self.sessions.get(run.session_id)

@@ -185,7 +185,7 @@ class TurnTranslator:
         if kind == "text_delta":
             text = delta["text"]
             self._parts[index].append(text)
-            return {"type": "delta", "text": text}
+            return events.delta(text)
         if kind == "input_json_delta":
             fragment = delta["partial_json"]
             self._parts[index].append(fragment)
@@ -197,10 +197,10 @@ class TurnTranslator:
         if kind == "thinking_delta":
             text = delta["thinking"]
             self._parts[index].append(text)
-            return {"type": "thinking", "text": text}
+            return events.thinking(text)
         if kind == "signature_delta":
             self._blocks[index]["signature"] = delta["signature"]
-            return {"type": "thinking_signature", "signature": delta["signature"]}
+            return events.thinking_signature(delta["signature"])
         if kind == "citations_delta":
             self._blocks[index].setdefault("citations", []).append(delta["citation"])
             return events.citation(delta["citation"], self.turn)
@@ -217,7 +217,7 @@ class TurnTranslator:
             tool = {"id": block["id"], "name": block["name"]}
             return events.tool_call("tool_start", tool, self.turn, **_server_flag(block))
         if kind == "thinking":
-            return {"type": "thinking_start", "turn": self.turn}
+            return events.thinking_start(self.turn)
         return None
 
     def _stop(self, index: int) -> Event | None:
@@ -236,7 +236,7 @@ class TurnTranslator:
             return events.tool_call("tool_use", tool, self.turn)
         if kind == "thinking":
             block["thinking"] = block.get("thinking", "") + joined
-            return {"type": "thinking_complete", "turn": self.turn}
+            return events.thinking_complete(self.turn)
         if kind == "server_tool_use":  # run by the API: back to it verbatim, input included
             block["input"] = self._parse_input(block["id"], joined, block.get("input"))
             self.input_errors.pop(block["id"], None)

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from gateway import events as ev
+from gateway.fold import fold
 from tests.conftest import iter_events, read_events, stream, unmarked
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.fakes.tools import Sleep
@@ -117,7 +117,7 @@ async def test_research_equals_the_fold_of_the_stream(gateway: Client, fake: Fak
     response = await gateway.post("/api/research", json={"query": "q"})
     assert response.status == 200
     body = await response.json()
-    folded = ev.fold(streamed)
+    folded = fold(streamed)
     volatile = ("run_id", "session_id", "duration_ms", "toolCalls", "trace_id")
     assert {k: v for k, v in body.items() if k not in volatile} == {
         k: v for k, v in folded.items() if k not in volatile

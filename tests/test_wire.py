@@ -113,7 +113,8 @@ def test_empty_tool_input_is_an_empty_object() -> None:
     block = {"type": "tool_use", "id": "t1", "name": "echo", "input": {}}
     turn.feed({"type": "content_block_start", "index": 0, "content_block": block})
     event = turn.feed({"type": "content_block_stop", "index": 0})
-    assert event is not None and event["tool"]["input"] == {} and not turn.input_errors
+    assert event is not None and event["type"] == "tool_call"
+    assert event["tool"]["input"] == {} and not turn.input_errors
 
 
 def test_frames_round_trip() -> None:

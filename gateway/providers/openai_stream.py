@@ -118,16 +118,16 @@ class ChatTurn:
             delta.get("content") or delta.get("tool_calls") or choice.get("finish_reason")
         ):
             self._thinking = False
-            out.append({"type": "thinking_complete", "turn": self.turn})
+            out.append(events.thinking_complete(self.turn))
         text = delta.get("content")
         if text:
             self._text.append(text)
-            out.append({"type": "delta", "text": text})
+            out.append(events.delta(text))
         refusal = delta.get("refusal")
         if refusal:  # a structured-output refusal: the reader sees it as text
             self._refused = True
             self._text.append(refusal)
-            out.append({"type": "delta", "text": refusal})
+            out.append(events.delta(refusal))
         for fragment in delta.get("tool_calls") or ():
             self._fragment(fragment, out)
         reason = choice.get("finish_reason")
@@ -141,8 +141,8 @@ class ChatTurn:
         # back, and unsigned thinking must not reach the Messages API after a fallback.
         if not self._thinking:
             self._thinking = True
-            out.append({"type": "thinking_start", "turn": self.turn})
-        out.append({"type": "thinking", "text": reasoning})
+            out.append(events.thinking_start(self.turn))
+        out.append(events.thinking(reasoning))
 
     def _fragment(self, fragment: dict[str, Any], out: list[Event]) -> None:
         index = fragment.get("index", 0)

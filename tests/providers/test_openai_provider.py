@@ -11,7 +11,6 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UpstreamFailure
-from gateway.events import Event
 from gateway.providers.base import ModelCall, Provider, Turn
 from gateway.providers.openai import NO_KEY, OpenAIProvider, create_client
 from gateway.providers.openai_stream import ChatTurn
@@ -32,8 +31,8 @@ def model_call(messages: list[dict[str, Any]], **fields: Any) -> ModelCall:
     return ModelCall(messages=messages, tools=values.pop("tools", TOOLS), **values)
 
 
-async def attempt(provider: Provider, call: ModelCall, turn: Turn) -> list[Event]:
-    return [event async for event in provider.attempt(call, turn)]
+async def attempt(provider: Provider, call: ModelCall, turn: Turn) -> list[dict[str, Any]]:
+    return [dict(event) async for event in provider.attempt(call, turn)]
 
 
 async def failure_of(provider: Provider, call: ModelCall) -> UpstreamFailure:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.events import Event
 from gateway.providers.base import ModelCall, Provider
 from gateway.providers.openai import OpenAIProvider
 from tests.fakes.openai import Call, FakeOpenAI, Reply
@@ -22,9 +21,9 @@ TOOLS = [
 ]
 
 
-async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[Event], list[Any]]:
+async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[dict[str, Any]], list[Any]]:
     history: list[dict[str, Any]] = [{"role": "user", "content": "Compare three companies."}]
-    relayed: list[Event] = []
+    relayed: list[dict[str, Any]] = []
     for number in range(1, max_turns + 1):
         call = ModelCall(
             model="gpt-test",
@@ -35,7 +34,7 @@ async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[Event], l
             tool_choice="auto" if number < max_turns else "none",
         )
         turn = provider.new_turn(number)
-        relayed += [event async for event in provider.attempt(call, turn)]
+        relayed += [dict(event) async for event in provider.attempt(call, turn)]
         history.append({"role": "assistant", "content": turn.content})
         if turn.stop_reason != "tool_use":
             break

@@ -109,7 +109,8 @@ def test_text_so_far_matches_the_sdk_snapshot_after_every_chunk() -> None:
 def test_fragmented_tool_events_in_order() -> None:
     reply = Reply(calls=[Call("lookup", {"q": "revenue"}, id="call_1", fragment=4)])
     turn = ChatTurn(3)
-    out = [e for c in FakeOpenAI().chunks(reply, include_usage=True) for e in turn.feed(c)]
+    chunks = FakeOpenAI().chunks(reply, include_usage=True)
+    out: list[dict[str, Any]] = [dict(e) for c in chunks for e in turn.feed(c)]
     phases = [e["phase"] for e in out]
     assert phases == ["tool_start"] + ["tool_input_delta"] * 4 + ["tool_use"]
     assert out[0]["tool"] == {"id": "call_1", "name": "lookup"} and out[0]["turn"] == 3
@@ -190,7 +191,8 @@ def test_tool_calls_ended_with_stop_still_want_answers() -> None:
 def test_reasoning_is_relayed_as_thinking_but_kept_out_of_the_history(field: str) -> None:
     reply = Reply(reasoning="Revenue is in the 10-K.", reasoning_field=field, text="$391B.")
     turn = ChatTurn(2)
-    out = [e for c in FakeOpenAI().chunks(reply, include_usage=True) for e in turn.feed(c)]
+    chunks = FakeOpenAI().chunks(reply, include_usage=True)
+    out: list[dict[str, Any]] = [dict(e) for c in chunks for e in turn.feed(c)]
     kinds = [e["type"] for e in out]
     assert kinds == ["thinking_start"] + ["thinking"] * 3 + ["thinking_complete", "delta"]
     assert "".join(e["text"] for e in out if e["type"] == "thinking") == reply.reasoning
