@@ -13,12 +13,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
-from gateway import __version__, keys
+from gateway import __version__, access, keys
+from gateway.auth import authenticate
+from gateway.cors import add_cors_headers, cors
 from gateway.handlers import routes
 from gateway.health import UpstreamHealth
 from gateway.loop import LoopConfig, LoopDeps
 from gateway.metrics import Metrics
-from gateway.middleware import observe_requests
+from gateway.middleware import answer_errors, observe_requests
 from gateway.model import AnthropicModel, RetryPolicy
 from gateway.observe import RunObserver
 from gateway.redis_store import RedisStore
@@ -44,7 +46,8 @@ def create_app(
     tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     app = web.Application(
-        middlewares=[observe_requests], client_max_size=settings.gateway_max_body_bytes
+        middlewares=[observe_requests, answer_errors, cors, authenticate],
+        client_max_size=settings.gateway_max_body_bytes,
     )
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics or Metrics()
@@ -57,6 +60,9 @@ def create_app(
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.HEALTH] = UpstreamHealth()
     app[keys.STARTED_AT] = time.monotonic()
+    access.install(app)  # before the runs' context: it closes after every run has ended
+    if settings.gateway_cors_origins:
+        app.on_response_prepare.append(add_cors_headers)
     app.cleanup_ctx.append(_tools_ctx(toolset))
     app.cleanup_ctx.append(_upstream_ctx)
     app.on_shutdown.append(_end_runs)
@@ -157,6 +163,8 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
             tool_names=frozenset(toolset.registry.names()),
             parent=parent,  # type: ignore[arg-type]
             trace_content=settings.gateway_trace_content,
+            caller=request.caller,
+            audit=access.run_audit(app, run),
         )
         return LoopDeps(model, toolset.registry, observer, toolset.services)
 
@@ -169,6 +177,7 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
         max_events=settings.gateway_run_log_max_events,
         on_end=app[keys.HEALTH].record,
         shared=shared,
+        on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,9 @@ from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import __version__, events, keys, sse
+from gateway.auth import caller_of
 from gateway.errors import GatewayError, ValidationFailed
+from gateway.ownership import check_owner, record_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
 
@@ -29,28 +32,40 @@ def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
-def _start(request: web.Request, data: object, endpoint: str) -> Run:
+async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     app = request.app
     toolset = app[keys.TOOLSET]
     run_request = parse_run_request(
         data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
     )
-    # The request's server span (made current by the middleware) is the run's parent.
-    return app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
+    caller = caller_of(request)
+    run_request = dataclasses.replace(run_request, caller=caller)
+    gate = app[keys.LIMITS]
+    ticket = await gate.admit(caller)  # after validation: a bad request spends no quota
+    try:
+        # The request's server span (made current by the middleware) is the run's parent.
+        run = app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
+    except BaseException:
+        gate.release(caller, ticket)
+        raise
+    gate.hold(run.id, caller, ticket)
+    await record_owner(request, run)
+    return run
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:
-    run = _start(request, await read_json_body(request), "stream")
+    run = await _start(request, await read_json_body(request), "stream")
     return await stream_log(request, run, after=0)
 
 
 async def stream_get(request: web.Request) -> web.StreamResponse:
-    run = _start(request, body_from_query(request.query), "stream")
+    run = await _start(request, body_from_query(request.query), "stream")
     return await stream_log(request, run, after=0)
 
 
 async def stream_reattach(request: web.Request) -> web.StreamResponse:
     run_id = request.match_info["run_id"]
+    await check_owner(request, run_id)
     runs = request.app[keys.RUNS]
     run = runs.get(run_id)
     raw_after = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
@@ -126,7 +141,7 @@ async def stream_shared(
 
 
 async def research(request: web.Request) -> web.Response:
-    run = _start(request, await read_json_body(request), "research")
+    run = await _start(request, await read_json_body(request), "research")
     run.attach()
     try:
         if run.task is not None:  # shielded: this client leaving is the grace timer's call
@@ -144,6 +159,7 @@ async def research(request: web.Request) -> web.Response:
 
 async def cancel(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
+    await check_owner(request, run_id)
     cancelled = await request.app[keys.RUNS].cancel(run_id)
     if cancelled is None:
         raise _not_found(run_id)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from aiohttp import web
 from opentelemetry.trace import Tracer
 
+from gateway.audit import AuditLog
 from gateway.health import UpstreamHealth
+from gateway.keyring import KeyRing
+from gateway.limits import Gate
 from gateway.metrics import Metrics
 from gateway.runs import RunManager
 from gateway.settings import Settings
@@ -19,5 +22,9 @@ RUNS = web.AppKey("runs", RunManager)
 HEALTH = web.AppKey("health", UpstreamHealth)
 UPSTREAM_URL = web.AppKey("upstream_url", str)
 STARTED_AT = web.AppKey("started_at", float)
+KEYRING = web.AppKey("keyring", KeyRing)
+LIMITS = web.AppKey("limits", Gate)
+AUDIT = web.AppKey("audit", AuditLog)  # only when GATEWAY_AUDIT_LOG is set
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
+CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware

@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from gateway import events
+from gateway.audit import RunAudit
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.health import UPSTREAM_CODES
@@ -66,9 +67,10 @@ class ModelCall:
 
 
 class ToolSpan:
-    def __init__(self, span: Span, name: str, observer: RunObserver) -> None:
+    def __init__(self, span: Span, use: dict[str, Any], observer: RunObserver) -> None:
         self.span = span
-        self.name = name
+        self.name = use["name"]
+        self._input = use.get("input")
         self._observer = observer
 
     def finish(self, outcome: ToolOutcome) -> None:
@@ -77,7 +79,7 @@ class ToolSpan:
             self.span.set_attribute("error.type", outcome.error_type or "tool_error")
         if self._observer.trace_content:
             self.span.set_attribute("gen_ai.tool.call.result", outcome.content)
-        self._observer.count_tool(self.name, outcome)
+        self._observer.count_tool(self.name, outcome, self._input)
 
 
 class RunObserver:
@@ -95,6 +97,8 @@ class RunObserver:
         tool_names: frozenset[str],
         parent: Context | None = None,
         trace_content: bool = False,
+        caller: str = "anonymous",
+        audit: RunAudit | None = None,
     ) -> None:
         self.metrics = metrics
         self.endpoint = endpoint
@@ -104,6 +108,7 @@ class RunObserver:
         self._tool_names = tool_names
         self.started = time.monotonic()
         self._first_event_seen = False
+        self.audit = audit
         self.span = tracer.start_span(
             "invoke_agent research-gateway",
             context=parent,
@@ -116,6 +121,7 @@ class RunObserver:
                 "gen_ai.conversation.id": session_id,
                 "gateway.run_id": run_id,
                 "gateway.endpoint": endpoint,
+                "enduser.id": caller,
             },
         )
         self._context = trace.set_span_in_context(self.span)
@@ -123,6 +129,8 @@ class RunObserver:
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
         metrics.active_streams.labels(endpoint).inc()
         metrics.runs_started.labels(endpoint).inc()
+        if audit is not None:
+            audit.run_start(endpoint, model)
 
     @contextmanager
     def model_call(self, turn: int, params: dict[str, Any]) -> Iterator[ModelCall]:
@@ -162,7 +170,7 @@ class RunObserver:
             f"execute_tool {use['name']}", context=self._context, attributes=attributes
         )
         try:
-            yield ToolSpan(span, use["name"], self)
+            yield ToolSpan(span, use, self)
         except BaseException as exc:
             _record_error(span, exc)
             raise
@@ -172,7 +180,7 @@ class RunObserver:
     def tool_skipped(self, name: str, outcome: ToolOutcome) -> None:
         self.count_tool(name, outcome)
 
-    def count_tool(self, name: str, outcome: ToolOutcome) -> None:
+    def count_tool(self, name: str, outcome: ToolOutcome, tool_input: Any = None) -> None:
         label = name if name in self._tool_names else "unknown"
         status = "error" if outcome.is_error else "success"
         result = outcome.error_type if outcome.is_error else "success"
@@ -184,6 +192,12 @@ class RunObserver:
         if outcome.error_type != "not_run":
             m.tool_duration_ms.labels(label).observe(outcome.duration_ms)
             m.tool_duration_s.labels(label).observe(outcome.duration_ms / 1000)
+        if self.audit is not None:
+            self.audit.tool_call(
+                name, tool_input, result_bytes=len(outcome.content.encode()),
+                is_error=outcome.is_error, duration_ms=outcome.duration_ms,
+                outcome=result or "error",
+            )  # fmt: skip
 
     def wrap_up(self, reason: str) -> None:
         self.span.add_event("wrap_up", {"reason": reason})
@@ -218,6 +232,8 @@ class RunObserver:
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)
         self.span.end()
+        if self.audit is not None:
+            self.audit.run_end(outcome, elapsed * 1000, usage)
         return elapsed * 1000
 
 

@@ -1,0 +1,91 @@
+"""Wiring for who may do what: the key ring, the limits gate and the audit log on the app,
+each opened and closed in one `cleanup_ctx` (appended before the runs' own, so it closes
+after every run has ended and written its last audit line)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+from aiohttp import web
+
+from gateway import keys
+from gateway.audit import AuditLog, RunAudit
+from gateway.keyring import load_keyring
+from gateway.limits import Counters, Gate, Limits, MemoryCounters
+from gateway.run import Run
+from gateway.settings import Settings
+
+
+def limits_of(settings: Settings) -> Limits:
+    return Limits(
+        per_minute=settings.gateway_rate_limit_per_min,
+        concurrent=settings.gateway_max_concurrent_runs,
+        daily_tokens=settings.gateway_daily_token_budget,
+    )
+
+
+def install(app: web.Application) -> None:
+    """Read the keys (a bad key file stops startup) and add the access context."""
+    settings = app[keys.SETTINGS]
+    app[keys.KEYRING] = load_keyring(settings.gateway_api_keys, settings.gateway_api_keys_file)
+    app.cleanup_ctx.append(_access_ctx)
+
+
+async def _access_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[keys.SETTINGS]
+    counters: Counters = MemoryCounters()
+    limits = limits_of(settings)
+    if settings.redis_url and limits.active:
+        from gateway.limits_redis import RedisCounters
+
+        counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
+    app[keys.LIMITS] = Gate(limits, counters, app[keys.METRICS])
+    audit = _audit_log(settings)
+    if audit is not None:
+        app[keys.AUDIT] = audit
+        audit.start()
+    with _reopen_on_sighup(audit):
+        try:
+            yield
+        finally:
+            await app[keys.LIMITS].close()
+            if audit is not None:
+                await audit.close()
+
+
+def _audit_log(settings: Settings) -> AuditLog | None:
+    if not settings.gateway_audit_log:
+        return None
+    return AuditLog(
+        settings.gateway_audit_log,
+        content=settings.gateway_audit_content,
+        redis_url=settings.redis_url,
+        stream_key=f"{settings.redis_key_prefix}audit",
+        maxlen=settings.gateway_audit_stream_maxlen,
+    )
+
+
+@contextlib.contextmanager
+def _reopen_on_sighup(audit: AuditLog | None) -> Iterator[None]:
+    """SIGHUP reopens the audit file (logrotate's postrotate), where signals can be had."""
+    main = threading.current_thread() is threading.main_thread()
+    if audit is None or audit.path in (None, "-") or not main:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, audit.reopen)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+
+def run_audit(app: web.Application, run: Run) -> RunAudit | None:
+    """The audit lines of a new run, if the audit log is on."""
+    if keys.AUDIT not in app:
+        return None
+    return RunAudit(app[keys.AUDIT], run.owner, run.id, run.session_id)
