@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
-from gateway import __version__, access, keys
+from gateway import __version__, access, keys, openapi
 from gateway.auth import authenticate
 from gateway.cors import add_cors_headers, cors
 from gateway.handlers import routes
@@ -69,6 +69,7 @@ def create_app(
     if settings.gateway_gc_freeze:
         app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
     app.add_routes(routes())
+    app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
     return app
 
 
