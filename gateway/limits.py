@@ -160,10 +160,14 @@ class Gate:
         if held is not None:
             self.release(*held, tokens=billed_tokens(usage))
 
-    async def close(self) -> None:
-        """Wait for the last settlements (runs end at shutdown), then disconnect."""
+    async def settled(self) -> None:
+        """Return once every run that ended has been settled."""
         while self._settling:
             await asyncio.gather(*self._settling, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Wait for the last settlements (runs end at shutdown), then disconnect."""
+        await self.settled()
         await self._counters.close()
 
     async def _settle(self, name: str, ticket: str, tokens: int) -> None:
