@@ -24,7 +24,7 @@ SLOW = "word " * 200
 
 
 async def replicas(make_gateway: GatewayFactory, prefix: str, **settings: Any) -> list[Client]:
-    shared = {"redis_url": REDIS_URL, "redis_key_prefix": prefix}
+    shared: dict[str, Any] = {"redis_url": REDIS_URL, "redis_key_prefix": prefix}
     shared |= {"gateway_api_keys": "alice:a-key,bob:b-key", "gateway_resume_grace_s": 5.0}
     return [await make_gateway(**shared, **settings) for _ in range(2)]
 
