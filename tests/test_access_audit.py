@@ -1,0 +1,105 @@
+"""The audit log: one JSON line per run start, tool call and run end, in a file and (with
+REDIS_URL) a Redis stream; never the key itself; inputs hashed unless content is asked
+for; nothing lost when the app stops; SIGHUP reopens the file after a rotation."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import orjson
+import redis.asyncio as redis
+
+from gateway import keys
+from tests.access_support import REDIS_URL, redis_prefix
+from tests.conftest import GatewayFactory, read_events
+from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+
+__all__ = ["redis_prefix"]  # a fixture
+
+KEY = {"Authorization": "Bearer sk-very-secret"}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def tool_replies() -> list[Reply]:
+    return [Reply([ToolUse("echo", {"text": "hello"}), ToolUse("fail", {})]), Reply([Text("ok")])]
+
+
+async def test_a_run_in_the_audit_file(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    client = await make_gateway(
+        gateway_audit_log=str(path), gateway_api_keys="analyst:sk-very-secret"
+    )
+    fake.add(*tool_replies())
+    body = {"query": "x", "sessionId": "s-9"}
+    events = await read_events(await client.post("/api/stream", json=body, headers=KEY))
+    run_id = events[0]["run_id"]
+    await client.close()  # the writer drains at cleanup: nothing may be lost
+    found = lines(path)
+    assert [line["event"] for line in found] == ["run_start", "tool_call", "tool_call", "run_end"]
+    assert all(line["key"] == "analyst" and line["run_id"] == run_id for line in found)
+    assert all(line["session_id"] == "s-9" and line["ts"].endswith("Z") for line in found)
+    assert b"sk-very-secret" not in path.read_bytes()
+    calls = {line["tool"]: line for line in found if line["event"] == "tool_call"}
+    echo, fail = calls["echo"], calls["fail"]
+    raw = orjson.dumps({"text": "hello"}, option=orjson.OPT_SORT_KEYS)
+    assert echo["input_sha256"] == hashlib.sha256(raw).hexdigest()
+    assert echo["input_bytes"] == len(raw) and "input" not in echo
+    assert echo["is_error"] is False and echo["outcome"] == "success"
+    [result] = [e for e in events if e["type"] == "tool_call" and e["phase"] == "tool_result"]
+    assert echo["result_bytes"] == result["bytes"] == len(b"echo: hello")
+    assert echo["duration_ms"] == result["duration_ms"]
+    assert fail["is_error"] is True and fail["outcome"] == "error"
+    end = found[-1]
+    assert end["outcome"] == "completed" and end["is_error"] is False
+    assert end["duration_ms"] == events[-1]["duration_ms"]
+
+
+async def test_content_on_request_and_the_redis_stream(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, tmp_path: Path, redis_prefix: str
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    client = await make_gateway(
+        gateway_audit_log=str(path), gateway_audit_content=True,
+        redis_url=REDIS_URL, redis_key_prefix=redis_prefix,
+    )  # fmt: skip
+    fake.add(*tool_replies())
+    await read_events(await client.post("/api/stream", json={"query": "x"}))
+    await client.close()
+    in_file = lines(path)
+    echo = next(line for line in in_file if line.get("tool") == "echo")
+    assert echo["input"] == {"text": "hello"} and "input_sha256" not in echo
+    assert echo["key"] == "anonymous"
+    reader = redis.Redis.from_url(REDIS_URL)
+    entries = await reader.xrange(f"{redis_prefix}audit")
+    await reader.aclose()
+    assert [orjson.loads(fields[b"line"]) for _, fields in entries] == in_file
+
+
+async def test_sighup_reopens_the_file_after_a_rotation(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    client = await make_gateway(gateway_audit_log=str(path))
+    fake.add(Reply([Text("one")]), Reply([Text("two")]))
+    await read_events(await client.post("/api/stream", json={"query": "x"}))
+    audit = client.app[keys.AUDIT]
+    while not path.exists() or len(lines(path)) < 2:  # the writer is a task: wait for it
+        await asyncio.sleep(0.01)
+    path.rename(tmp_path / "audit.jsonl.1")  # what logrotate does, then its postrotate:
+    os.kill(os.getpid(), signal.SIGHUP)
+    await asyncio.sleep(0.05)
+    await read_events(await client.post("/api/stream", json={"query": "x"}))
+    await client.close()
+    assert audit.path == str(path)
+    assert [line["event"] for line in lines(tmp_path / "audit.jsonl.1")] == ["run_start", "run_end"]
+    assert [line["event"] for line in lines(path)] == ["run_start", "run_end"]
