@@ -10,6 +10,7 @@ is written by hand, and a test checks it against the app's routes.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from aiohttp import web
@@ -21,6 +22,7 @@ from gateway.errors import STATUS_BY_CODE, ErrorCode
 from gateway.requests import RunBody
 
 REF = "#/components/schemas/{model}"
+GET_QUERY_MAX_CHARS = 500  # up to 12 bytes each once percent-encoded: well under 8 KB
 
 
 class ErrorDetail(BaseModel):
@@ -88,11 +90,33 @@ def _errors(*codes: ErrorCode) -> dict[str, Any]:
     return answers
 
 
+# One Server-Sent Event (OpenAPI 3.1 reads a stream's `schema` as that of each event): its
+# `data` is one JSON event of the gateway's protocol, numbered by `seq` as its `id` is.
+SSE_EVENT = {
+    "type": "object",
+    "required": ["id", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string", "const": "message"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "type": "object",
+                "required": ["type", "seq", "run_id"],
+                "properties": {"type": {"type": "string"}, "seq": {"type": "integer"},
+                               "run_id": {"type": "string"}},
+            },
+        },
+    },
+}  # fmt: skip
+
+
 def _sse(description: str) -> dict[str, Any]:
     return {
         "description": description,
         "headers": {"x-run-id": {"schema": {"type": "string"}}},
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"schema": SSE_EVENT}},
     }
 
 
@@ -103,21 +127,41 @@ def _run_errors(*codes: ErrorCode) -> dict[str, Any]:
     return answers
 
 
-def _query_params(body_schema: dict[str, Any]) -> list[dict[str, Any]]:
+def _refine_body(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> None:
+    """Add the rules `parse_run_request` enforces beyond the field types: a non-blank
+    `query` or a `messages` history, and tool names from this gateway's registry."""
+    properties = body_schema["properties"]
+    body_schema["anyOf"] = [
+        {"required": ["query"], "properties": {"query": {"type": "string", "pattern": r"\S"}}},
+        {"required": ["messages"], "properties": {"messages": {"type": "array", "minItems": 1}}},
+    ]
+    if "tools" in properties and tool_names:
+        properties["tools"] = {
+            "anyOf": [{"type": "array", "items": {"enum": list(tool_names)}}, {"type": "null"}],
+            "description": properties["tools"].get("description", ""),
+        }
+
+
+def _query_params(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> list[dict[str, Any]]:
     """RunBody's scalar fields (and `tools`, comma-separated) as GET parameters."""
     params = []
     for name, field in body_schema["properties"].items():
         options = [s for s in field.get("anyOf", [field]) if s.get("type") != "null"]
         if name == "tools":
-            options = [{"type": "string", "description": "Comma-separated tool names"}]
+            one = "|".join(re.escape(tool) for tool in tool_names) or "[^,]+"
+            pattern = f"^(?:(?:{one})(?:,(?:{one}))*)?$"
+            options = [{"type": "string", "pattern": pattern, "description": "Comma-separated"}]
         if not options or any(s.get("type") in ("array", "object") for s in options):
             continue
         schema = options[0] if len(options) == 1 else {"anyOf": options}
-        params.append({"name": name, "in": "query", "required": False, "schema": schema})
+        required = name == "query"  # a GET has no `messages` to send instead
+        if required:  # the HTTP parser refuses URLs over 8 KB (as text): long queries POST
+            schema = {**schema, "pattern": r"\S", "maxLength": GET_QUERY_MAX_CHARS}
+        params.append({"name": name, "in": "query", "required": required, "schema": schema})
     return params
 
 
-def _operations(body_schema: dict[str, Any]) -> dict[str, Any]:
+def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, Any]:
     run_id = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
     body = {"required": True, "content": _json("RunBody")}
     after = [
@@ -130,7 +174,7 @@ def _operations(body_schema: dict[str, Any]) -> dict[str, Any]:
             "post": {"summary": "Start a run and stream it", "requestBody": body,
                      "responses": {"200": _sse(run), **_run_errors()}},
             "get": {"summary": "Start a run and stream it (for EventSource)",
-                    "parameters": _query_params(body_schema),
+                    "parameters": _query_params(body_schema, tool_names),
                     "responses": {"200": _sse(run), **_run_errors()}},
         },
         "/api/stream/{run_id}": {"get": {
@@ -171,7 +215,7 @@ def _operations(body_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def document(keys_required: bool) -> dict[str, Any]:
+def document(keys_required: bool, tool_names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The whole document; `keys_required` adds the bearer scheme to /api/*."""
     pairs = [(m, "serialization") for m in _MODELS] + [(RunBody, "validation")]
     named, defs = models_json_schema(pairs, ref_template=REF)  # type: ignore[arg-type]
@@ -179,12 +223,13 @@ def document(keys_required: bool) -> dict[str, Any]:
     body_schema = named[(RunBody, "validation")]
     if "$ref" in body_schema:
         body_schema = schemas[body_schema["$ref"].rsplit("/", 1)[-1]]
+    _refine_body(body_schema, tool_names)
     components: dict[str, Any] = {"schemas": schemas}
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "research-gateway", "version": __version__,
                  "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
-        "paths": _operations(body_schema),
+        "paths": _operations(body_schema, tool_names),
         "components": components,
     }  # fmt: skip
     if keys_required:
@@ -194,5 +239,6 @@ def document(keys_required: bool) -> dict[str, Any]:
 
 
 async def serve(request: web.Request) -> web.Response:
-    doc = document(not request.app[keys.KEYRING].open)
+    names = tuple(sorted(request.app[keys.TOOLSET].registry.names()))
+    doc = document(not request.app[keys.KEYRING].open, names)
     return web.json_response(doc)
