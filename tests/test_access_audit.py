@@ -80,7 +80,7 @@ async def test_content_on_request_and_the_redis_stream(
     assert echo["input"] == {"text": "hello"} and "input_sha256" not in echo
     assert echo["key"] == "anonymous"
     reader = redis.Redis.from_url(REDIS_URL)
-    entries = await reader.xrange(f"{redis_prefix}audit")
+    entries: Any = await reader.xrange(f"{redis_prefix}audit")
     await reader.aclose()
     assert [orjson.loads(fields[b"line"]) for _, fields in entries] == in_file
 

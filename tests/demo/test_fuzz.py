@@ -20,6 +20,7 @@ import schemathesis
 from aiohttp import web
 from hypothesis import HealthCheck
 from schemathesis import CheckFunction, GenerationMode
+from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from gateway.app import create_app
@@ -58,6 +59,7 @@ def fuzz(base_url: str, headers: dict[str, str]) -> collections.Counter[int]:
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     statuses: collections.Counter[int] = collections.Counter()
     for result in schema.get_all_operations():
+        assert isinstance(result, Ok), result  # the document must load, every operation
         operation = result.ok()
         _fuzz_operation(operation.as_strategy(), base_url, headers, statuses)
         # Invalid inputs too; an operation without parameters or body has none to send.
@@ -75,7 +77,7 @@ def _fuzz_operation(
         suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
     )  # fmt: skip
     @hypothesis.given(case=strategy)
-    def check(case: schemathesis.Case) -> None:
+    def check(case: schemathesis.Case[Any]) -> None:
         response = case.call_and_validate(
             base_url=base_url, headers=headers, timeout=30, excluded_checks=unstated(case)
         )
@@ -84,7 +86,7 @@ def _fuzz_operation(
     check()
 
 
-def unstated(case: schemathesis.Case) -> list[CheckFunction]:
+def unstated(case: schemathesis.Case[Any]) -> list[CheckFunction]:
     """A history whose roles do not alternate, or a thinking budget under 1,024 tokens, is
     a 400 that JSON Schema cannot (or RunBody does not yet) state: a body with `messages`
     or `thinking` may be refused although the document accepts it."""
