@@ -5,6 +5,11 @@ request and records it on the request (`keys.CALLER`) and on the request's span
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from opentelemetry import trace
@@ -12,6 +17,23 @@ from opentelemetry import trace
 from gateway import keys
 from gateway.errors import GatewayError
 from gateway.keyring import ANONYMOUS
+
+CALLER_VAR: ContextVar[str] = ContextVar("gateway_caller", default="-")
+"""The caller's name for log records. Set per request; a run's task inherits it, because
+asyncio copies the context into every task it creates."""
+
+
+def install_log_key() -> None:
+    """Give every log record a `key` attribute: the caller's name (`-` outside a request),
+    for a log format with `%(key)s`."""
+    previous: Callable[..., logging.LogRecord] = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        record.key = CALLER_VAR.get()
+        return record
+
+    logging.setLogRecordFactory(factory)
 
 
 def caller_of(request: web.Request) -> str:
@@ -29,12 +51,19 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     valid `Authorization: Bearer <key>` when keys are configured."""
     ring = request.app[keys.KEYRING]
     if ring.open or not _protected(request):
-        request[keys.CALLER] = ANONYMOUS
-        return await handler(request)
+        return await _as(request, handler, ANONYMOUS)
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     name = ring.identify(token.strip()) if scheme.lower() == "bearer" else None
     if name is None:
         raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/*")
-    request[keys.CALLER] = name
     trace.get_current_span().set_attribute("enduser.id", name)
-    return await handler(request)
+    return await _as(request, handler, name)
+
+
+async def _as(request: web.Request, handler: Handler, name: str) -> web.StreamResponse:
+    request[keys.CALLER] = name
+    token = CALLER_VAR.set(name)
+    try:
+        return await handler(request)
+    finally:  # the connection's next request may be someone else's
+        CALLER_VAR.reset(token)

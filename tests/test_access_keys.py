@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from pytest_aiohttp import AiohttpClient
 
+from gateway.app import create_app
+from gateway.auth import install_log_key
 from gateway.keyring import KeyFileError, load_keyring, parse_keys
-from tests.conftest import GatewayFactory, iter_events, read_events
+from gateway.toolset import StaticToolset
+from tests.conftest import GatewayFactory, iter_events, read_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.test_telemetry import by_name, memory_provider
+from tools.registry import ToolRegistry
 
 ALICE = {"Authorization": "Bearer alice-secret"}
 BOB = {"Authorization": "Bearer bob-secret"}
@@ -111,3 +119,26 @@ async def test_without_keys_everybody_is_one_anonymous_caller(
     run_id = (await read_events(response))[0]["run_id"]
     again = await gateway.get(f"/api/stream/{run_id}")
     assert again.status == 200 and (await read_events(again))[-1]["type"] == "final"
+
+
+async def test_log_records_carry_the_callers_name(
+    fake_server: TestServer, registry: ToolRegistry, aiohttp_client: AiohttpClient,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    async def whoami(request: web.Request) -> web.Response:
+        logging.getLogger("test.whoami").info("asked")
+        return web.Response(text="ok")
+
+    settings = settings_for(fake_server, gateway_api_keys="alice:alice-secret")
+    app = create_app(settings, toolset=StaticToolset(registry, backends={}))
+    app.router.add_get("/api/whoami", whoami)  # a probe behind the real middlewares
+    client = await aiohttp_client(app)
+    previous = logging.getLogRecordFactory()
+    install_log_key()
+    try:
+        with caplog.at_level(logging.INFO, logger="test.whoami"):
+            assert (await client.get("/api/whoami", headers=ALICE)).status == 200
+            logging.getLogger("test.whoami").info("outside")
+    finally:
+        logging.setLogRecordFactory(previous)
+    assert [getattr(r, "key", None) for r in caplog.records] == ["alice", "-"]
