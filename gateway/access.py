@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -14,9 +15,11 @@ from aiohttp import web
 
 from gateway import keys
 from gateway.audit import AuditLog, RunAudit
+from gateway.auth import caller_of
 from gateway.keyring import load_keyring
 from gateway.limits import Counters, Gate, Limits, MemoryCounters
-from gateway.run import Run
+from gateway.ownership import record_owner
+from gateway.run import Run, RunRequest
 from gateway.settings import Settings
 
 
@@ -89,3 +92,28 @@ def run_audit(app: web.Application, run: Run) -> RunAudit | None:
     if keys.AUDIT not in app:
         return None
     return RunAudit(app[keys.AUDIT], run.owner, run.id, run.session_id)
+
+
+async def start_run(
+    request: web.Request, run_request: RunRequest, endpoint: str, parent: object
+) -> Run:
+    """Start a validated run for the caller's key: within its limits (else 429), owned by
+    it, its slot held until the run's task ends."""
+    app = request.app
+    caller = caller_of(request)
+    gate = app[keys.LIMITS]
+    ticket = await gate.admit(caller)
+    try:
+        run = app[keys.RUNS].start(
+            dataclasses.replace(run_request, caller=caller), endpoint, parent
+        )
+    except BaseException:
+        gate.release(caller, ticket)
+        raise
+    gate.hold(run.id, caller, ticket)
+    try:
+        await record_owner(request, run)
+    except asyncio.CancelledError:  # the client left before its stream began: nobody reads
+        run.cancel("client_disconnected")
+        raise
+    return run

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,10 +14,9 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import __version__, events, keys, sse
-from gateway.auth import caller_of
+from gateway import __version__, access, events, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
-from gateway.ownership import check_owner, record_owner
+from gateway.ownership import check_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
 
@@ -38,19 +36,8 @@ async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     run_request = parse_run_request(
         data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
     )
-    caller = caller_of(request)
-    run_request = dataclasses.replace(run_request, caller=caller)
-    gate = app[keys.LIMITS]
-    ticket = await gate.admit(caller)  # after validation: a bad request spends no quota
-    try:
-        # The request's server span (made current by the middleware) is the run's parent.
-        run = app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
-    except BaseException:
-        gate.release(caller, ticket)
-        raise
-    gate.hold(run.id, caller, ticket)
-    await record_owner(request, run)
-    return run
+    # The request's server span (made current by the middleware) is the run's parent.
+    return await access.start_run(request, run_request, endpoint, otel_context.get_current())
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:
