@@ -76,7 +76,7 @@ def _audit_log(settings: Settings) -> AuditLog | None:
 def _reopen_on_sighup(audit: AuditLog | None) -> Iterator[None]:
     """SIGHUP reopens the audit file (logrotate's postrotate), where signals can be had."""
     main = threading.current_thread() is threading.main_thread()
-    if audit is None or audit.path in (None, "-") or not main:
+    if audit is None or audit.path == "-" or not main:
         yield
         return
     loop = asyncio.get_running_loop()

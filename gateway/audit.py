@@ -39,7 +39,7 @@ class AuditLog:
 
     def __init__(
         self,
-        path: str | None,
+        path: str,
         *,
         content: bool = False,
         redis_url: str | None = None,
@@ -88,21 +88,20 @@ class AuditLog:
             await self._wake.wait()
             self._wake.clear()
             while self._queue or self._reopen:
+                reopen, self._reopen = self._reopen, False
                 queue = self._queue
                 lines = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
-                await asyncio.to_thread(self._to_file, lines)
+                await asyncio.to_thread(self._to_file, lines, reopen)
                 if lines:
                     await self._to_stream(lines)
             if self._closing:
                 return
 
-    def _to_file(self, lines: list[bytes]) -> None:
-        if self.path is None:
-            return
-        if self._reopen and self._file is not None and self._file is not sys.stdout.buffer:
+    def _to_file(self, lines: list[bytes], reopen: bool) -> None:
+        """In a worker thread: append the lines (after reopening the file, if asked)."""
+        if reopen and self._file is not None and self._file is not sys.stdout.buffer:
             self._file.close()
             self._file = None
-        self._reopen = False
         try:
             if self._file is None:
                 self._file = sys.stdout.buffer if self.path == "-" else open(self.path, "ab")  # noqa: SIM115

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import redis.asyncio as redis
 
 from gateway import keys
@@ -103,3 +104,14 @@ async def test_sighup_reopens_the_file_after_a_rotation(
     assert audit.path == str(path)
     assert [line["event"] for line in lines(tmp_path / "audit.jsonl.1")] == ["run_start", "run_end"]
     assert [line["event"] for line in lines(path)] == ["run_start", "run_end"]
+
+
+async def test_audit_lines_on_stdout(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, capfd: pytest.CaptureFixture[str]
+) -> None:
+    client = await make_gateway(gateway_audit_log="-")
+    fake.add(Reply([Text("ok")]))
+    await read_events(await client.post("/api/stream", json={"query": "x"}))
+    await client.close()
+    out = [orjson.loads(line) for line in capfd.readouterr().out.splitlines() if line]
+    assert [line["event"] for line in out] == ["run_start", "run_end"]
