@@ -142,9 +142,12 @@ class RunAudit:
                    "duration_ms": round(duration_ms, 1), "outcome": outcome}  # fmt: skip
         self._audit.write("tool_call", fields)
 
-    def run_end(self, outcome: str, duration_ms: float, usage: dict[str, int]) -> None:
+    def run_end(
+        self, outcome: str, duration_ms: float, usage: dict[str, int], *, failed: bool
+    ) -> None:
+        """`outcome` is the run's outcome, or its error code when it `failed`."""
         fields = {**self._base, "outcome": outcome, "duration_ms": round(duration_ms, 1)}
-        fields["is_error"] = outcome.isupper()  # error codes are upper case, outcomes not
+        fields["is_error"] = failed
         fields["input_tokens"] = usage.get("input_tokens", 0)
         fields["output_tokens"] = usage.get("output_tokens", 0)
         self._audit.write("run_end", fields)

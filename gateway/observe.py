@@ -233,7 +233,7 @@ class RunObserver:
             self.span.set_attribute("error.type", outcome)
         self.span.end()
         if self.audit is not None:
-            self.audit.run_end(outcome, elapsed * 1000, usage)
+            self.audit.run_end(outcome, elapsed * 1000, usage, failed=failed)
         return elapsed * 1000
 
 

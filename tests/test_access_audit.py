@@ -110,8 +110,11 @@ async def test_audit_lines_on_stdout(
     make_gateway: GatewayFactory, fake: FakeAnthropic, capfd: pytest.CaptureFixture[str]
 ) -> None:
     client = await make_gateway(gateway_audit_log="-")
-    fake.add(Reply([Text("ok")]))
-    await read_events(await client.post("/api/stream", json={"query": "x"}))
+    fake.add(Reply([Text("ok")]), Reply(status=400, error_type="invalid_request_error"))
+    for _ in range(2):
+        await read_events(await client.post("/api/stream", json={"query": "x"}))
     await client.close()
     out = [orjson.loads(line) for line in capfd.readouterr().out.splitlines() if line]
-    assert [line["event"] for line in out] == ["run_start", "run_end"]
+    assert [line["event"] for line in out] == ["run_start", "run_end"] * 2
+    assert (out[1]["outcome"], out[1]["is_error"]) == ("completed", False)
+    assert (out[3]["outcome"], out[3]["is_error"]) == ("VALIDATION_ERROR", True)
