@@ -36,6 +36,8 @@ def install(app: web.Application) -> None:
     settings = app[keys.SETTINGS]
     app[keys.KEYRING] = load_keyring(settings.gateway_api_keys, settings.gateway_api_keys_file)
     app.cleanup_ctx.append(_access_ctx)
+    if limits_of(settings).per_minute:
+        app.on_response_prepare.append(add_limit_headers)
 
 
 async def _access_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -102,7 +104,9 @@ async def start_run(
     app = request.app
     caller = caller_of(request)
     gate = app[keys.LIMITS]
-    ticket = await gate.admit(caller)
+    admission = await gate.admit(caller)
+    ticket = admission.ticket
+    request[keys.LIMIT_HEADERS] = admission.headers
     try:
         run = app[keys.RUNS].start(
             dataclasses.replace(run_request, caller=caller), endpoint, parent
@@ -117,3 +121,9 @@ async def start_run(
         run.cancel("client_disconnected")
         raise
     return run
+
+
+async def add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: the key's `RateLimit-*` headers on a run's response."""
+    if keys.LIMIT_HEADERS in request:
+        response.headers.update(request[keys.LIMIT_HEADERS])

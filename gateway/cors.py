@@ -21,7 +21,9 @@ from gateway.errors import GatewayError
 
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type, Last-Event-ID, x-request-id"
-EXPOSE_HEADERS = "x-request-id, x-run-id, Retry-After"
+EXPOSE_HEADERS = (
+    "x-request-id, x-run-id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset"
+)
 MAX_AGE_S = "600"  # how long a browser may reuse a preflight answer
 
 

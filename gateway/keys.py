@@ -27,4 +27,5 @@ LIMITS = web.AppKey("limits", Gate)
 AUDIT = web.AppKey("audit", AuditLog)  # only when GATEWAY_AUDIT_LOG is set
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
+LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts
 CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware

@@ -19,7 +19,7 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
@@ -52,6 +52,23 @@ class Refusal:
     retry_after_s: float
 
 
+@dataclass(frozen=True)
+class Window:
+    """A key's per-minute window once a start was counted in it."""
+
+    used: int
+    reset_s: float
+
+
+def window_headers(limit: int, used: int, reset_s: float) -> dict[str, str]:
+    """The `RateLimit-*` headers (IETF draft; Kong sends them too) of the per-minute limit."""
+    return {
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(max(0, limit - used)),
+        "RateLimit-Reset": str(max(1, math.ceil(reset_s))),
+    }
+
+
 class RateLimited(GatewayError):
     """A key is over one of its limits."""
 
@@ -64,11 +81,14 @@ class RateLimited(GatewayError):
             {"limit": refusal.limit, "value": value, "key": name, "retry_after_s": retry},
         )
         self.headers["Retry-After"] = str(retry)
+        if refusal.limit == "per_minute":
+            self.headers |= window_headers(value, value, retry)
 
 
 class Counters(Protocol):
-    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | None:
-        """Check every limit and, if none refuses, count the start and hold a slot."""
+    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | Window | None:
+        """Check every limit and, if none refuses, count the start and hold a slot (None:
+        let through without knowing, when the counters' store does not answer)."""
 
     async def settle(self, name: str, ticket: str, tokens: int) -> None:
         """Free the run's slot and charge its tokens to today."""
@@ -94,7 +114,7 @@ class MemoryCounters:
         self._slots: dict[str, set[str]] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # name: (UTC day, tokens)
 
-    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | None:
+    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | Window:
         now = time.time()
         day, used = self._tokens.get(name, ("", 0))
         if limits.daily_tokens and day == utc_day(now) and used >= limits.daily_tokens:
@@ -109,7 +129,7 @@ class MemoryCounters:
             return Refusal("per_minute", start + WINDOW_S - now)
         self._windows[name] = (start, count + 1)
         slots.add(ticket)
-        return None
+        return Window(count + 1, start + WINDOW_S - now)
 
     async def settle(self, name: str, ticket: str, tokens: int) -> None:
         self._slots.get(name, set()).discard(ticket)
@@ -119,6 +139,14 @@ class MemoryCounters:
 
     async def close(self) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A start within the key's limits: its ticket, and headers for the response."""
+
+    ticket: str
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Gate:
@@ -131,16 +159,19 @@ class Gate:
         self._tickets: dict[str, tuple[str, str]] = {}  # run_id: (name, ticket)
         self._settling: set[asyncio.Task[None]] = set()
 
-    async def admit(self, name: str) -> str:
+    async def admit(self, name: str) -> Admission:
         """A ticket for one run start, or RateLimited."""
         ticket = uuid.uuid4().hex
         if not self.limits.active:
-            return ticket
-        refusal = await self._counters.take(name, ticket, self.limits)
-        if refusal is not None:
-            self._metrics.rate_limited.labels(name, refusal.limit).inc()
-            raise RateLimited(name, refusal, self.limits)
-        return ticket
+            return Admission(ticket)
+        verdict = await self._counters.take(name, ticket, self.limits)
+        if isinstance(verdict, Refusal):
+            self._metrics.rate_limited.labels(name, verdict.limit).inc()
+            raise RateLimited(name, verdict, self.limits)
+        per_minute = self.limits.per_minute
+        if verdict is None or not per_minute:
+            return Admission(ticket)
+        return Admission(ticket, window_headers(per_minute, verdict.used, verdict.reset_s))
 
     def hold(self, run_id: str, name: str, ticket: str) -> None:
         """The run started: its slot is freed when it finishes."""

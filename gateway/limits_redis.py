@@ -21,7 +21,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from gateway.limits import Limits, Refusal, seconds_to_midnight, utc_day
+from gateway.limits import Limits, Refusal, Window, seconds_to_midnight, utc_day
 from gateway.redis_store import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,8 @@ TOKENS_TTL_S = 2 * 86_400
 OP_TIMEOUT_S = 2.0
 
 # KEYS: minute, running, tokens. ARGV: per-minute, concurrent, daily tokens, ticket, lease
-# ms, window ms. Returns {limit, retry ms}; limit '' means admitted. Time is Redis's own, so
+# ms, window ms. Returns {limit, retry ms}, or {'', starts in the window, ms left in it} when
+# admitted. Time is Redis's own, so
 # replicas with skewed clocks agree.
 _TAKE = """
 local t = redis.call('time')
@@ -46,19 +47,21 @@ if concurrent > 0 then
   if redis.call('zcard', KEYS[2]) >= concurrent then return {'concurrent', 1000} end
 end
 local per_minute = tonumber(ARGV[1])
+local used = 0
 if per_minute > 0 then
   if tonumber(redis.call('get', KEYS[1]) or '0') >= per_minute then
     local left = redis.call('pttl', KEYS[1])
     if left < 0 then left = tonumber(ARGV[6]) end
     return {'per_minute', left}
   end
-  if redis.call('incr', KEYS[1]) == 1 then redis.call('pexpire', KEYS[1], ARGV[6]) end
+  used = redis.call('incr', KEYS[1])
+  if used == 1 then redis.call('pexpire', KEYS[1], ARGV[6]) end
 end
 if concurrent > 0 then
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[4])
   redis.call('pexpire', KEYS[2], ARGV[5])
 end
-return {'', 0}
+return {'', used, redis.call('pttl', KEYS[1])}
 """
 
 
@@ -74,7 +77,7 @@ class RedisCounters:
         base = f"{self.prefix}{name}"
         return [f"{base}:minute", f"{base}:running", f"{base}:tokens:{day}"]
 
-    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | None:
+    async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | Window | None:
         now = time.time()
         args: list[str | int] = [limits.per_minute, limits.concurrent, limits.daily_tokens]
         args += [ticket, LEASE_S * 1000, 60_000]
@@ -87,7 +90,7 @@ class RedisCounters:
             return None
         limit, retry_ms = reply[0].decode(), int(reply[1])
         if not limit:
-            return None
+            return Window(used=int(reply[1]), reset_s=max(0, int(reply[2])) / 1000)
         retry_s = seconds_to_midnight(now) if retry_ms < 0 else retry_ms / 1000
         return Refusal(limit, retry_s)
 

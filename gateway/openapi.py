@@ -112,10 +112,21 @@ SSE_EVENT = {
 }  # fmt: skip
 
 
+# With GATEWAY_RATE_LIMIT_PER_MIN: the key's per-minute window, on run starts and their 429.
+RATE_HEADERS = {
+    name: {"schema": {"type": "integer", "minimum": 0}, "description": text}
+    for name, text in (
+        ("RateLimit-Limit", "Run starts allowed per minute for this key"),
+        ("RateLimit-Remaining", "Starts left in the current window"),
+        ("RateLimit-Reset", "Seconds until the window ends"),
+    )
+}
+
+
 def _sse(description: str) -> dict[str, Any]:
     return {
         "description": description,
-        "headers": {"x-run-id": {"schema": {"type": "string"}}},
+        "headers": {"x-run-id": {"schema": {"type": "string"}}, **RATE_HEADERS},
         "content": {"text/event-stream": {"schema": SSE_EVENT}},
     }
 
@@ -123,7 +134,8 @@ def _sse(description: str) -> dict[str, Any]:
 def _run_errors(*codes: ErrorCode) -> dict[str, Any]:
     answers = _errors("AUTHENTICATION_ERROR", "RATE_LIMIT_ERROR", "NETWORK_ERROR", *codes)
     answers["413"] = {"description": "The body is too large", "content": _json("ErrorResponse")}
-    answers["429"]["headers"] = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+    retry = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+    answers["429"]["headers"] = retry | RATE_HEADERS
     return answers
 
 
@@ -185,7 +197,8 @@ def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dic
         }},
         "/api/research": {"post": {
             "summary": "Run to the end and answer with one JSON result", "requestBody": body,
-            "responses": {"200": {"description": "The result", "content": _json("ResearchResult")},
+            "responses": {"200": {"description": "The result", "headers": RATE_HEADERS,
+                                  "content": _json("ResearchResult")},
                           **_run_errors("OVERLOADED_ERROR", "TIMEOUT_ERROR")},
         }},
         "/api/runs/{run_id}/cancel": {"post": {

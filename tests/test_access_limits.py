@@ -75,9 +75,16 @@ async def test_run_starts_per_minute(
     fake.add(*[Reply([Text("ok")]) for _ in range(3)])
     bad = await client.post("/api/stream", json={"query": ""}, headers=ALICE)
     assert bad.status == 400  # validation comes first: a bad request spends nothing
-    for _ in range(2):
-        await finish(client, await start(client, ALICE))
-    assert 1 <= await refused(await start(client, ALICE), "per_minute") <= 60
+    for remaining in ("1", "0"):
+        response = await start(client, ALICE)
+        assert response.headers["RateLimit-Limit"] == "2"
+        assert response.headers["RateLimit-Remaining"] == remaining
+        assert 1 <= int(response.headers["RateLimit-Reset"]) <= 60
+        await finish(client, response)
+    over = await start(client, ALICE)
+    assert 1 <= await refused(over, "per_minute") <= 60
+    assert over.headers["RateLimit-Remaining"] == "0"
+    assert over.headers["RateLimit-Reset"] == over.headers["Retry-After"]
     assert refusals(metrics, "alice", "per_minute") == 1
     await finish(client, await start(client, BOB))  # another key has its own count
 
@@ -86,6 +93,7 @@ async def test_runs_in_progress(make_limited: Factory, fake: FakeAnthropic) -> N
     client = await make_limited(gateway_max_concurrent_runs=1, gateway_resume_grace_s=5.0)
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.01), Reply([Text("ok")]))
     running = await start(client, ALICE)
+    assert "RateLimit-Limit" not in running.headers  # only the per-minute limit has a window
     run_id = (await anext(iter_events(running)))["run_id"]
     assert await refused(await start(client, ALICE), "concurrent") == 1
     await client.post(f"/api/runs/{run_id}/cancel", headers=ALICE)
