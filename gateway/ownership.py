@@ -54,14 +54,16 @@ async def check_owner(request: web.Request, run_id: str) -> None:
     if run is not None:
         owner: str | None = run.owner
     elif runs.shared is not None:
-        owner = await _shared_owner(runs.shared, run_id)
+        owner = await shared_owner(runs.shared, run_id)
     else:
         return  # unknown here and no other process: the handler answers its own 404
     if owner != caller and not (owner is None and request.app[keys.KEYRING].open):
         raise GatewayError("NOT_FOUND", f"No run {run_id!r} (unknown or expired)")
 
 
-async def _shared_owner(shared: RedisStore, run_id: str) -> str | None:
+async def shared_owner(shared: RedisStore, run_id: str) -> str | None:
+    """The owner's name in the run's shared record (None if none); a process that takes a
+    run over sets `Run.owner` from it."""
     try:
         async with asyncio.timeout(OP_TIMEOUT_S):
             value = await shared.client.hget(shared.run_key(run_id), OWNER_FIELD)
