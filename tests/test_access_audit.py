@@ -17,7 +17,7 @@ import redis.asyncio as redis
 
 from gateway import keys
 from tests.access_support import REDIS_URL, redis_prefix
-from tests.conftest import GatewayFactory, read_events
+from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 
 __all__ = ["redis_prefix"]  # a fixture
@@ -118,3 +118,20 @@ async def test_audit_lines_on_stdout(
     assert [line["event"] for line in out] == ["run_start", "run_end"] * 2
     assert (out[1]["outcome"], out[1]["is_error"]) == ("completed", False)
     assert (out[3]["outcome"], out[3]["is_error"]) == ("VALIDATION_ERROR", True)
+
+
+async def test_runs_ended_by_shutdown_are_in_the_file(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    client = await make_gateway(gateway_audit_log=str(path), gateway_resume_grace_s=5.0)
+    fake.add(Reply([Text("word " * 200, chunk=5)], delay_s=0.01))
+    response = await client.post("/api/stream", json={"query": "x"})
+    run_id = (await anext(iter_events(response)))["run_id"]
+    await client.close()  # shutdown ends the run; its last line must still be written
+    found = lines(path)
+    assert [(line["event"], line["run_id"]) for line in found] == [
+        ("run_start", run_id),
+        ("run_end", run_id),
+    ]
+    assert found[-1]["outcome"] == "cancelled"

@@ -12,7 +12,8 @@ import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
-from gateway.limits import seconds_to_midnight
+from gateway.limits import Limits, seconds_to_midnight
+from gateway.limits_redis import RedisCounters
 from gateway.metrics import Metrics
 from tests.access_support import REDIS_URL, redis_prefix, settled
 from tests.conftest import GatewayFactory, iter_events, read_events
@@ -120,3 +121,15 @@ async def test_tokens_per_day(make_limited: Factory, fake: FakeAnthropic, metric
     assert abs(retry - seconds_to_midnight(time.time())) < 5  # the budget renews at 00:00 UTC
     assert refusals(metrics, "alice", "daily_tokens") == 1
     await finish(client, await start(client, BOB))
+
+
+async def test_starts_go_through_when_the_counters_store_is_down(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    counters = RedisCounters("redis://127.0.0.1:1/0", "rgtest:down:")  # nothing listens
+    try:
+        verdict = await counters.take("alice", "t1", Limits(per_minute=1, concurrent=1))
+    finally:
+        await counters.close()
+    assert verdict is None  # let through, as Kong's fault_tolerant default
+    assert "letting a start of alice through" in caplog.text
