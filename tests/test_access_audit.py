@@ -97,8 +97,10 @@ async def test_sighup_reopens_the_file_after_a_rotation(
     while not path.exists() or len(lines(path)) < 2:  # the writer is a task: wait for it
         await asyncio.sleep(0.01)
     path.rename(tmp_path / "audit.jsonl.1")  # what logrotate does, then its postrotate:
+    assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, signal.SIG_IGN, None)
     os.kill(os.getpid(), signal.SIGHUP)
-    await asyncio.sleep(0.05)
+    while not path.exists():  # reopened: a new, empty file
+        await asyncio.sleep(0.01)
     await read_events(await client.post("/api/stream", json={"query": "x"}))
     await client.close()
     assert audit.path == str(path)
