@@ -1,6 +1,6 @@
-"""Wiring for who may do what: the key ring, the limits gate and the audit log on the app,
-each opened and closed in one `cleanup_ctx` (appended before the runs' own, so it closes
-after every run has ended and written its last audit line)."""
+"""Wiring for who may do what: the key ring, the limits gate and the audit log on the app
+(one `cleanup_ctx` each, appended before the runs' own, so they close after every run has
+ended and written its last audit line), and the start of a run for a key."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from gateway.audit import AuditLog, RunAudit
 from gateway.auth import caller_of
 from gateway.keyring import load_keyring
 from gateway.limits import Counters, Gate, Limits, MemoryCounters
+from gateway.limits_redis import RedisCounters
 from gateway.ownership import record_owner
 from gateway.run import Run, RunRequest
 from gateway.settings import Settings
@@ -32,34 +33,40 @@ def limits_of(settings: Settings) -> Limits:
 
 
 def install(app: web.Application) -> None:
-    """Read the keys (a bad key file stops startup) and add the access context."""
+    """Read the keys (a bad key file stops startup); add the limits and audit contexts."""
     settings = app[keys.SETTINGS]
     app[keys.KEYRING] = load_keyring(settings.gateway_api_keys, settings.gateway_api_keys_file)
-    app.cleanup_ctx.append(_access_ctx)
+    app.cleanup_ctx.append(_audit_ctx)
+    app.cleanup_ctx.append(_limits_ctx)
     if limits_of(settings).per_minute:
         app.on_response_prepare.append(add_limit_headers)
 
 
-async def _access_ctx(app: web.Application) -> AsyncIterator[None]:
+async def _limits_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[keys.SETTINGS]
-    counters: Counters = MemoryCounters()
     limits = limits_of(settings)
+    counters: Counters = MemoryCounters()
     if settings.redis_url and limits.active:
-        from gateway.limits_redis import RedisCounters
-
         counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
     app[keys.LIMITS] = Gate(limits, counters, app[keys.METRICS])
-    audit = _audit_log(settings)
-    if audit is not None:
-        app[keys.AUDIT] = audit
-        audit.start()
+    try:
+        yield
+    finally:  # after the runs' context: every ended run has been handed over to settle
+        await app[keys.LIMITS].close()
+
+
+async def _audit_ctx(app: web.Application) -> AsyncIterator[None]:
+    audit = _audit_log(app[keys.SETTINGS])
+    if audit is None:
+        yield
+        return
+    app[keys.AUDIT] = audit
+    audit.start()
     with _reopen_on_sighup(audit):
         try:
             yield
-        finally:
-            await app[keys.LIMITS].close()
-            if audit is not None:
-                await audit.close()
+        finally:  # after the runs' context: their last lines are queued
+            await audit.close()
 
 
 def _audit_log(settings: Settings) -> AuditLog | None:
@@ -75,10 +82,10 @@ def _audit_log(settings: Settings) -> AuditLog | None:
 
 
 @contextlib.contextmanager
-def _reopen_on_sighup(audit: AuditLog | None) -> Iterator[None]:
+def _reopen_on_sighup(audit: AuditLog) -> Iterator[None]:
     """SIGHUP reopens the audit file (logrotate's postrotate), where signals can be had."""
     main = threading.current_thread() is threading.main_thread()
-    if audit is None or audit.path == "-" or not main:
+    if audit.path == "-" or not main:
         yield
         return
     loop = asyncio.get_running_loop()
