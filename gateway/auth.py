@@ -62,8 +62,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 async def _as(request: web.Request, handler: Handler, name: str) -> web.StreamResponse:
     request[keys.CALLER] = name
-    token = CALLER_VAR.set(name)
-    try:
-        return await handler(request)
-    finally:  # the connection's next request may be someone else's
-        CALLER_VAR.reset(token)
+    # Not reset afterwards: aiohttp runs each request in a task of its own (a copy of the
+    # context), so the name stays for that request's access log line and goes no further.
+    CALLER_VAR.set(name)
+    return await handler(request)
