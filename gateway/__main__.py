@@ -7,12 +7,16 @@ import logging
 from aiohttp import web
 
 from gateway.app import create_app
+from gateway.auth import install_log_key
 from gateway.settings import Settings
 from gateway.telemetry import configure_tracing
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    install_log_key()  # `key`: the caller's name
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [%(key)s] %(message)s"
+    )
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per model call is noise
     settings = Settings()
     if settings.sec_source == "live" or settings.search_backend == "exa":

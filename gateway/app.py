@@ -12,12 +12,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
-from gateway import __version__, keys
+from gateway import __version__, access, keys, openapi
+from gateway.auth import authenticate
+from gateway.cors import add_cors_headers, cors
 from gateway.errors import ValidationFailed
 from gateway.handlers import routes
 from gateway.loop import LoopDeps
 from gateway.metrics import Metrics
-from gateway.middleware import observe_requests
+from gateway.middleware import answer_errors, observe_requests
 from gateway.observe import RunObserver
 from gateway.planner import RunPlanner
 from gateway.redis_store import RedisStore
@@ -37,7 +39,8 @@ def create_app(
     tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     app = web.Application(
-        middlewares=[observe_requests], client_max_size=settings.gateway_max_body_bytes
+        middlewares=[observe_requests, answer_errors, cors, authenticate],
+        client_max_size=settings.gateway_max_body_bytes,
     )
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics or Metrics()
@@ -47,12 +50,16 @@ def create_app(
     provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.STARTED_AT] = time.monotonic()
+    access.install(app)  # before the runs' context: it closes after every run has ended
+    if settings.gateway_cors_origins:
+        app.on_response_prepare.append(add_cors_headers)
     app.cleanup_ctx.append(_tools_ctx(toolset))
     app.cleanup_ctx.append(_upstream_ctx)
     app.on_shutdown.append(_end_runs)
     if settings.gateway_gc_freeze:
         app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
     app.add_routes(routes())
+    app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
     return app
 
 
@@ -111,6 +118,8 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
             trace_content=settings.gateway_trace_content,
             upstream=upstreams.providers[0].name,
             on_upstream_result=upstreams.health.record,
+            caller=request.caller,
+            audit=access.run_audit(app, run),
         )
         return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
 
@@ -122,6 +131,7 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
         shared=shared,
+        on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
     )
 
 

@@ -55,6 +55,8 @@ class GatewayError(Exception):
         self.details = details or {}
         # HTTP statuses without a code of their own (405, 413) reuse VALIDATION_ERROR.
         self.status = status if status is not None else STATUS_BY_CODE[code]
+        self.headers: dict[str, str] = {}
+        """Extra response headers when answered as JSON (a 429's `Retry-After`)."""
 
     def body(self, request_id: str) -> dict[str, Any]:
         return {

@@ -14,9 +14,10 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import __version__, keys, sse
+from gateway import __version__, access, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.fold import fold
+from gateway.ownership import check_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
 
@@ -38,7 +39,9 @@ async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     )
     config = await app[keys.PLANNER].config(run_request)  # a 400 for what the model can't do
     # The request's server span (made current by the middleware) is the run's parent.
-    return app[keys.RUNS].start(run_request, config, endpoint, otel_context.get_current())
+    return await access.start_run(
+        request, run_request, config, endpoint, otel_context.get_current()
+    )
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:
@@ -53,6 +56,7 @@ async def stream_get(request: web.Request) -> web.StreamResponse:
 
 async def stream_reattach(request: web.Request) -> web.StreamResponse:
     run_id = request.match_info["run_id"]
+    await check_owner(request, run_id)
     runs = request.app[keys.RUNS]
     run = runs.get(run_id)
     raw_after = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
@@ -146,6 +150,7 @@ async def research(request: web.Request) -> web.Response:
 
 async def cancel(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
+    await check_owner(request, run_id)
     cancelled = await request.app[keys.RUNS].cancel(run_id)
     if cancelled is None:
         raise _not_found(run_id)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from aiohttp import web
 from opentelemetry.trace import Tracer
 
+from gateway.audit import AuditLog
+from gateway.keyring import KeyRing
+from gateway.limits import Gate
 from gateway.metrics import Metrics
 from gateway.planner import RunPlanner
 from gateway.runs import RunManager
@@ -20,5 +23,10 @@ RUNS = web.AppKey("runs", RunManager)
 PLANNER = web.AppKey("planner", RunPlanner)
 UPSTREAMS = web.AppKey("upstreams", Upstreams)
 STARTED_AT = web.AppKey("started_at", float)
+KEYRING = web.AppKey("keyring", KeyRing)
+LIMITS = web.AppKey("limits", Gate)
+AUDIT = web.AppKey("audit", AuditLog)  # only when GATEWAY_AUDIT_LOG is set
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
+LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts
+CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware

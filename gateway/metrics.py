@@ -118,3 +118,8 @@ class Metrics:
         self.sse_readers = Gauge(
             "sdk_sse_readers", "Open SSE connections reading a run.", registry=r
         )
+        # Who may do what: label values are key names from the configuration.
+        self.rate_limited = Counter(
+            "gateway_rate_limited_total", "Run starts refused with 429, by key name and limit.",
+            ["key", "limit"], registry=r,
+        )  # fmt: skip

@@ -1,8 +1,13 @@
-"""Request id, timing, authentication and JSON errors for every request."""
+"""The request middlewares, outermost first (wired in `app.py`):
+
+observe_requests   request id, one server span, duration by route template
+cors               preflight answers and CORS headers (`cors.py`)
+answer_errors      every error as the JSON error body, with its code
+authenticate       the caller's name, or 401 (`auth.py`)
+"""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import time
 import uuid
@@ -48,7 +53,7 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
                     "url.path": request.path, "gateway.request_id": request[keys.REQUEST_ID]},
     ) as span:  # fmt: skip
         try:
-            response = await _answer_errors(request, handler)
+            response = await handler(request)
             status = response.status
             if not response.prepared:
                 response.headers["x-request-id"] = request[keys.REQUEST_ID]
@@ -60,9 +65,10 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
             duration.labels(request.method, route, str(status)).observe(elapsed_ms)
 
 
-async def _answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+@web.middleware
+async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A `GatewayError` or an HTTP error as `{"error": {...}}` with its status."""
     try:
-        _authenticate(request)
         return await handler(request)
     except GatewayError as exc:
         error = exc
@@ -75,17 +81,6 @@ async def _answer_errors(request: web.Request, handler: Handler) -> web.StreamRe
         code = _CODE_BY_STATUS.get(exc.status, "VALIDATION_ERROR")
         error = GatewayError(code, exc.reason, status=exc.status)
     request.app[keys.METRICS].errors.labels(error.code, route_of(request)).inc()
-    return json_response({"error": error.body(request[keys.REQUEST_ID])}, error.status)
-
-
-def _authenticate(request: web.Request) -> None:
-    allowed = request.app[keys.SETTINGS].gateway_api_keys
-    if not allowed or not request.path.startswith("/api/"):
-        return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and any(
-        hmac.compare_digest(token.encode(), key.encode()) for key in allowed
-    ):
-        return
-    raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/*")
+    response = json_response({"error": error.body(request[keys.REQUEST_ID])}, error.status)
+    response.headers.update(error.headers)
+    return response

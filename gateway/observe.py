@@ -15,6 +15,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from gateway.audit import RunAudit
 from gateway.errors import UpstreamFailure
 from gateway.health import UPSTREAM_CODES
 from gateway.metrics import Metrics
@@ -81,13 +82,15 @@ class CallSpan:
         self.span.set_attributes(attributes)
         self._observer.count_tokens(turn.model or self._observer.model, self.upstream, usage)
         self._observer.upstream_result(self.upstream, None)
+        self._observer.audit_server_tools(turn.content)
         return turn
 
 
 class ToolSpan:
-    def __init__(self, span: Span, name: str, observer: RunObserver) -> None:
+    def __init__(self, span: Span, use: dict[str, Any], observer: RunObserver) -> None:
         self.span = span
-        self.name = name
+        self.name = use["name"]
+        self._input = use.get("input")
         self._observer = observer
 
     def finish(self, outcome: ToolOutcome) -> None:
@@ -96,7 +99,7 @@ class ToolSpan:
             self.span.set_attribute("error.type", outcome.error_type or "tool_error")
         if self._observer.trace_content:
             self.span.set_attribute("gen_ai.tool.call.result", outcome.content)
-        self._observer.count_tool(self.name, outcome)
+        self._observer.count_tool(self.name, outcome, self._input)
 
 
 class RunObserver:
@@ -116,6 +119,8 @@ class RunObserver:
         trace_content: bool = False,
         upstream: str = "anthropic",
         on_upstream_result: Callable[[str, str | None], None] | None = None,
+        caller: str = "anonymous",
+        audit: RunAudit | None = None,
     ) -> None:
         self.metrics = metrics
         self.upstream = upstream
@@ -128,6 +133,7 @@ class RunObserver:
         self._tool_names = tool_names
         self.started = time.monotonic()
         self._first_event_seen = False
+        self.audit = audit
         self.span = tracer.start_span(
             "invoke_agent research-gateway",
             context=parent,
@@ -140,6 +146,7 @@ class RunObserver:
                 "gen_ai.conversation.id": session_id,
                 "gateway.run_id": run_id,
                 "gateway.endpoint": endpoint,
+                "enduser.id": caller,
             },
         )
         self._context = trace.set_span_in_context(self.span)
@@ -147,6 +154,8 @@ class RunObserver:
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
         metrics.active_streams.labels(endpoint).inc()
         metrics.runs_started.labels(endpoint).inc()
+        if audit is not None:
+            audit.run_start(endpoint, model)
 
     @contextmanager
     def model_call(self, turn: int, call: ModelCall) -> Iterator[CallSpan]:
@@ -186,7 +195,7 @@ class RunObserver:
             f"execute_tool {use['name']}", context=self._context, attributes=attributes
         )
         try:
-            yield ToolSpan(span, use["name"], self)
+            yield ToolSpan(span, use, self)
         except BaseException as exc:
             _record_error(span, exc)
             raise
@@ -196,7 +205,7 @@ class RunObserver:
     def tool_skipped(self, name: str, outcome: ToolOutcome) -> None:
         self.count_tool(name, outcome)
 
-    def count_tool(self, name: str, outcome: ToolOutcome) -> None:
+    def count_tool(self, name: str, outcome: ToolOutcome, tool_input: Any = None) -> None:
         label = name if name in self._tool_names else "unknown"
         status = "error" if outcome.is_error else "success"
         result = outcome.error_type if outcome.is_error else "success"
@@ -208,6 +217,29 @@ class RunObserver:
         if outcome.error_type != "not_run":
             m.tool_duration_ms.labels(label).observe(outcome.duration_ms)
             m.tool_duration_s.labels(label).observe(outcome.duration_ms / 1000)
+        if self.audit is not None:
+            self.audit.tool_call(
+                name, tool_input, result_bytes=len(outcome.content.encode()),
+                is_error=outcome.is_error, duration_ms=outcome.duration_ms,
+                outcome=result or "error",
+            )  # fmt: skip
+
+    def audit_server_tools(self, content: list[dict[str, Any]]) -> None:
+        """Tools the API ran itself get their audit line as the gateway's own do."""
+        if self.audit is None:
+            return
+        results = {
+            b.get("tool_use_id"): b for b in content if b.get("type", "").endswith("_tool_result")
+        }
+        for block in content:
+            if block.get("type") != "server_tool_use":
+                continue
+            result = results.get(block["id"], {}).get("content")
+            failed = isinstance(result, dict) and str(result.get("type", "")).endswith("_error")
+            self.audit.tool_call(
+                block["name"], block.get("input"), result_bytes=len(orjson.dumps(result)),
+                is_error=failed, duration_ms=0.0, outcome="error" if failed else "success",
+            )  # fmt: skip
 
     def wrap_up(self, reason: str) -> None:
         self.span.add_event("wrap_up", {"reason": reason})
@@ -251,6 +283,8 @@ class RunObserver:
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)
         self.span.end()
+        if self.audit is not None:
+            self.audit.run_end(outcome, elapsed * 1000, usage, failed=failed)
         return elapsed * 1000
 
 

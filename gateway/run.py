@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.eventlog import EventLog
 from gateway.events import Outcome
+from gateway.keyring import ANONYMOUS
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class RunRequest:
     effort: str | None = None
     output_format: dict[str, Any] | None = None
     request_id: str = ""
+    caller: str = ANONYMOUS
+    """The name of the key that asked for the run: it owns the run."""
 
 
 class Run:
@@ -48,6 +51,8 @@ class Run:
         self.readers = 0
         self.finished_at: float | None = None
         self.cancel_reason: Outcome | None = None
+        self.owner = ANONYMOUS
+        """The name of the key that started the run; other keys cannot see or cancel it."""
         self._grace: asyncio.TimerHandle | None = None
         self._readers_elsewhere = readers_elsewhere
         self._check: asyncio.Task[None] | None = None

@@ -56,9 +56,12 @@ class RunManager:
         max_events: int,
         on_end: Callable[[str], None] | None = None,
         shared: RedisStore | None = None,
+        on_finish: Callable[[Run, dict[str, int]], None] | None = None,
     ) -> None:
         self._factory = factory
         self._on_end = on_end
+        self._on_finish = on_finish
+        """Called with the run and its usage when its task ends, however it ends."""
         self.sessions = sessions
         self.shared = shared
         """The store shared with other processes, if any: runs they own are read there."""
@@ -102,11 +105,15 @@ class RunManager:
         shared = self.shared
         elsewhere = None if shared is None else (lambda: shared.readers(run_id))
         run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s, elsewhere)
+        run.owner = request.caller
         state = RunState(run_id, session_id, list(request.messages))
         deps = self._factory.deps(run, request, endpoint, parent)
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
         run.task = asyncio.create_task(self._drive(run, config, deps, state, request))
+        if self._on_finish is not None:  # a done callback: it runs even if the task never did
+            on_finish = self._on_finish
+            run.task.add_done_callback(lambda _: on_finish(run, state.usage))
         self._runs[run_id] = run
         return run
 

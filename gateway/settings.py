@@ -94,9 +94,29 @@ class Settings(BaseSettings):
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
     """How long a session's history is kept after its last run."""
 
+    # Who may do what: named keys, per-key limits, CORS, the audit log (auth.py, limits.py,
+    # cors.py, audit.py). A limit of 0 means no limit.
+    gateway_api_keys_file: str | None = None
+    """A file of `name sha256hex` lines, read at startup, added to GATEWAY_API_KEYS."""
+    gateway_rate_limit_per_min: int = Field(0, ge=0)
+    """Run starts per key per minute."""
+    gateway_max_concurrent_runs: int = Field(0, ge=0)
+    """Runs in progress per key."""
+    gateway_daily_token_budget: int = Field(0, ge=0)
+    """Input + output tokens per key per UTC day; checked when a run starts."""
+    gateway_cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Browser origins allowed to call the API (`*`: any)."""
+    gateway_audit_log: str | None = None
+    """A path, or `-` for stdout: one JSON line per run start, tool call and run end."""
+    gateway_audit_content: bool = False
+    """Write tool inputs in the audit log (otherwise their SHA-256 and size)."""
+    gateway_audit_stream_maxlen: int = Field(100_000, ge=100)
+    """With REDIS_URL: the audit stream keeps about this many lines."""
+
     @field_validator(
-        "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams", mode="before"
-    )
+        "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams",
+        "gateway_cors_origins", mode="before",
+    )  # fmt: skip
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):

@@ -62,12 +62,24 @@ export function setBusy(busy) {
   for (const button of ui.stops) button.disabled = !busy;
 }
 
+const LIMITS = { per_minute: 'run starts per minute', concurrent: 'runs at once', daily_tokens: 'tokens per day' };
+
+/** A 429 in words: which limit of the key, and when to try again (Retry-After). */
+function rateLimited(error, response) {
+  const retry = Number(response.headers.get('Retry-After')) || error.details?.retry_after_s;
+  const limit = LIMITS[error.details?.limit] ?? 'a limit';
+  const when = retry ? `; try again in ${retry} s` : '';
+  return { ...error, message: `Rate limited: this key is over its ${limit}${when}. ${error.message}` };
+}
+
 /** Read an error body: the gateway's {"error":{code,message,...}} or anything else. */
 export async function readError(response) {
   const text = await response.text().catch(() => '');
   try {
     const body = JSON.parse(text);
-    if (body && typeof body.error === 'object') return body.error;
+    if (body && typeof body.error === 'object') {
+      return response.status === 429 ? rateLimited(body.error, response) : body.error;
+    }
   } catch {
     // Not JSON: show the status and the start of the text.
   }
