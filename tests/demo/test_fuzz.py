@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import random
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -64,6 +65,9 @@ def fuzz(base_url: str, headers: dict[str, str]) -> collections.Counter[int]:
     """Every operation of the document, EXAMPLES generated cases each; statuses seen."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=CONFIG)
     statuses: collections.Counter[int] = collections.Counter()
+    # schemathesis draws some values with the global `random`, so derandomize alone does not
+    # make a run repeat: without this seed, what the tests before left in it decides.
+    random.seed(20261125)
     for result in schema.get_all_operations():
         assert isinstance(result, Ok), result  # the document must load, every operation
         operation = result.ok()
