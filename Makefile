@@ -25,15 +25,15 @@ install-runtime: $(RUNTIME)
 install: $(STAMP)
 
 fmt: install
-	$(PY) -m ruff format gateway tools tests bench
-	$(PY) -m ruff check --fix gateway tools tests bench
+	$(PY) -m ruff format gateway demo_model tools tests bench
+	$(PY) -m ruff check --fix gateway demo_model tools tests bench
 
 lint: install
-	$(PY) -m ruff format --check gateway tools tests bench
-	$(PY) -m ruff check gateway tools tests bench
+	$(PY) -m ruff format --check gateway demo_model tools tests bench
+	$(PY) -m ruff check gateway demo_model tools tests bench
 
 typecheck: install
-	$(PY) -m mypy gateway tools tests bench
+	$(PY) -m mypy gateway demo_model tools tests bench
 
 test: install
 	$(PY) -m pytest -q

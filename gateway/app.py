@@ -92,7 +92,7 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     demo_runner: web.AppRunner | None = None
     base_url = settings.anthropic_base_url
     if settings.upstream_kind == "demo":
-        from gateway.demo import create_demo_app
+        from demo_model import create_demo_app
 
         demo_app = create_demo_app(delay_s=settings.gateway_demo_pacing_ms / 1000)
         demo_runner = web.AppRunner(demo_app, access_log=None)

@@ -11,9 +11,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
+from demo_model import create_demo_app
+from demo_model.companies import CompanyIndex, load_index
 from gateway.app import create_app
-from gateway.demo import create_demo_app
-from gateway.demo.companies import CompanyIndex, load_index
 from gateway.settings import Settings
 from tools import ToolsConfig, Toolset, open_toolset
 

@@ -11,15 +11,15 @@ from typing import Any
 import orjson
 import pytest
 
-import gateway.demo
-from gateway.demo.companies import CompanyIndex
-from gateway.demo.conversation import read_request
-from gateway.demo.planner import MAX_TURNS, respond
-from gateway.demo.reply import Call, Reply, Say
+import demo_model
+from demo_model.companies import CompanyIndex
+from demo_model.conversation import read_request
+from demo_model.planner import MAX_TURNS, respond
+from demo_model.reply import Call, Reply, Say
 from tools import all_tools
 
 ALL_TOOLS = [t.name for t in all_tools()]
-QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
 TESLA_LOOKUP = {
     "matches": [{"ticker": "TSLA", "name": "Tesla, Inc.", "cik": 1318605, "exchange": "Nasdaq"}]
 }

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import ClientSession
 from pytest_aiohttp import AiohttpServer
 
-from gateway.demo import create_demo_app
+from demo_model import create_demo_app
 from tools import all_tools
 from tools.registry import ToolRegistry
 
@@ -185,7 +185,7 @@ async def test_a_bug_is_an_api_error(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError
 
-    monkeypatch.setattr("gateway.demo.server.respond", broken)
+    monkeypatch.setattr("demo_model.server.respond", broken)
     with pytest.raises(anthropic.InternalServerError) as raised:
         await sdk.messages.create(**request("What is the CIK of Marvell?"))
     assert raised.value.body == {

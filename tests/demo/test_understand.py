@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import gateway.demo
-from gateway.demo.companies import CompanyIndex
-from gateway.demo.understand import Question, Span, understand
+import demo_model
+from demo_model.companies import CompanyIndex
+from demo_model.understand import Question, Span, understand
 
 TODAY = dt.date(2026, 11, 22)
-QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
 
 
 def read(index: CompanyIndex, text: str, earlier: tuple[str, ...] = ()) -> Question:

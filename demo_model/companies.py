@@ -12,7 +12,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from gateway.demo.vocab import ACRONYMS, ALIASES, BRAND_WORDS, STOPWORDS
+from demo_model.vocab import ACRONYMS, ALIASES, BRAND_WORDS, STOPWORDS
 from tools.sec.companies import CompanyDirectory, Listing, name_key
 from tools.sec.edgar import Edgar
 from tools.sec.offline import OfflineSec

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.demo.reply import Reply, Say, Think, block_id
+from demo_model.reply import Reply, Say, Think, block_id
 
 __all__ = ["message", "sse", "stream_events", "usage_of"]
 

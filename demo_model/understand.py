@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gateway.demo.companies import CompanyIndex, Firm
-from gateway.demo.vocab import FORMS, METRICS, TOPICS, Metric, Topic
+from demo_model.companies import CompanyIndex, Firm
+from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
 
 __all__ = ["Intent", "Question", "Span", "understand"]
 

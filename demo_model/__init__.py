@@ -19,6 +19,6 @@ writes its answer only from what the tools returned.
     results, digest, fmt   reading tool results, quoting filings, formatting figures
 """
 
-from gateway.demo.server import DEMO_MODEL, create_demo_app
+from demo_model.server import DEMO_MODEL, create_demo_app
 
 __all__ = ["DEMO_MODEL", "create_demo_app"]

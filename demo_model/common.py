@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.demo.companies import Firm
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.reply import Call
-from gateway.demo.results import rows
-from gateway.demo.understand import Question
+from demo_model.companies import Firm
+from demo_model.conversation import Conversation, Step
+from demo_model.reply import Call
+from demo_model.results import rows
+from demo_model.understand import Question
 
 __all__ = ["LOOKUP", "Next", "confirmed", "firm_names", "ident", "last", "lookup_step"]
 

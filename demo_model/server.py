@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from gateway.demo.companies import CompanyIndex, load_index
-from gateway.demo.conversation import read_request
-from gateway.demo.planner import respond
-from gateway.demo.reply import Reply, Say, Think, block_id
-from gateway.demo.wire import message, sse, stream_events
+from demo_model.companies import CompanyIndex, load_index
+from demo_model.conversation import read_request
+from demo_model.planner import respond
+from demo_model.reply import Reply, Say, Think, block_id
+from demo_model.wire import message, sse, stream_events
 
 __all__ = ["DEMO_MODEL", "PACING_S", "create_demo_app"]
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from gateway.demo import compare_answers, facts_answers
-from gateway.demo.common import Next, firm_names, ident
-from gateway.demo.conversation import Conversation
-from gateway.demo.reply import Call
-from gateway.demo.shapes_filings import FILINGS, filings_call, unavailable
-from gateway.demo.understand import Question
-from gateway.demo.vocab import METRIC_BY_KEY, Metric
+from demo_model import compare_answers, facts_answers
+from demo_model.common import Next, firm_names, ident
+from demo_model.conversation import Conversation
+from demo_model.reply import Call
+from demo_model.shapes_filings import FILINGS, filings_call, unavailable
+from demo_model.understand import Question
+from demo_model.vocab import METRIC_BY_KEY, Metric
 
 __all__ = ["plan_balance_sheet", "plan_compare", "plan_metric", "plan_rank", "plan_trend"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.facts_answers import cap, failed, filing_ref, label_of, series_steps
-from gateway.demo.fmt import change, fiscal_year, money, period, table
-from gateway.demo.results import Series, as_series, error_of, rows, text_of, valued
-from gateway.demo.understand import Question
+from demo_model.conversation import Conversation, Step
+from demo_model.facts_answers import cap, failed, filing_ref, label_of, series_steps
+from demo_model.fmt import change, fiscal_year, money, period, table
+from demo_model.results import Series, as_series, error_of, rows, text_of, valued
+from demo_model.understand import Question
 
 __all__ = ["balance_sheet", "compare", "rank"]
 

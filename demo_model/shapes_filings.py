@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gateway.demo.common import LOOKUP, Next, confirmed, firm_names, ident, lookup_step
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.fmt import link, table
-from gateway.demo.reply import Call
-from gateway.demo.results import error_of, rows, text_of
-from gateway.demo.understand import Question, Span
+from demo_model.common import LOOKUP, Next, confirmed, firm_names, ident, lookup_step
+from demo_model.conversation import Conversation, Step
+from demo_model.fmt import link, table
+from demo_model.reply import Call
+from demo_model.results import error_of, rows, text_of
+from demo_model.understand import Question, Span
 
 __all__ = ["FILINGS", "filings_call", "plan_filings", "plan_lookup", "plan_unknown", "span_text"]
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from gateway.demo import shapes_documents as documents
-from gateway.demo import shapes_facts as facts
-from gateway.demo import shapes_filings as filings
-from gateway.demo import shapes_search as search
-from gateway.demo.common import Next
-from gateway.demo.companies import CompanyIndex
-from gateway.demo.conversation import Conversation
-from gateway.demo.reply import Call, Reply, Say, Think
-from gateway.demo.understand import Intent, Question, understand
+from demo_model import shapes_documents as documents
+from demo_model import shapes_facts as facts
+from demo_model import shapes_filings as filings
+from demo_model import shapes_search as search
+from demo_model.common import Next
+from demo_model.companies import CompanyIndex
+from demo_model.conversation import Conversation
+from demo_model.reply import Call, Reply, Say, Think
+from demo_model.understand import Intent, Question, understand
 
 __all__ = ["MAX_TURNS", "respond"]
 

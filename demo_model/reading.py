@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.reply import Call
-from gateway.demo.results import Doc, as_doc, error_of, rows
+from demo_model.conversation import Conversation, Step
+from demo_model.reply import Call
+from demo_model.results import Doc, as_doc, error_of, rows
 
 __all__ = ["READ", "Candidate", "from_hits", "from_list", "next_read", "read_call", "read_say"]
 

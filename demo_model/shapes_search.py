@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gateway.demo.common import Next
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.fmt import link
-from gateway.demo.reading import READ, read_doc
-from gateway.demo.reply import Call
-from gateway.demo.results import error_of, rows, text_of
-from gateway.demo.shapes_filings import FILINGS, filings_answer, filings_call, unavailable
-from gateway.demo.understand import CUES, Question
+from demo_model.common import Next
+from demo_model.conversation import Conversation, Step
+from demo_model.fmt import link
+from demo_model.reading import READ, read_doc
+from demo_model.reply import Call
+from demo_model.results import error_of, rows, text_of
+from demo_model.shapes_filings import FILINGS, filings_answer, filings_call, unavailable
+from demo_model.understand import CUES, Question
 
 __all__ = ["HELP", "plan_full_text", "plan_help", "plan_web"]
 

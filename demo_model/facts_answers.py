@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.demo.conversation import Conversation, Step
-from gateway.demo.fmt import change, fiscal_year, link, money, period, table
-from gateway.demo.results import Series, as_series, error_of
-from gateway.demo.shapes_filings import FILINGS, filings_answer
-from gateway.demo.understand import Question
-from gateway.demo.vocab import METRICS
+from demo_model.conversation import Conversation, Step
+from demo_model.fmt import change, fiscal_year, link, money, period, table
+from demo_model.results import Series, as_series, error_of
+from demo_model.shapes_filings import FILINGS, filings_answer
+from demo_model.understand import Question
+from demo_model.vocab import METRICS
 
 __all__ = ["Writer", "cap", "failed", "filing_ref", "label_of", "metric", "series_steps", "trend"]
 

@@ -5,17 +5,17 @@ newest readable document, answer from its text."""
 
 from __future__ import annotations
 
-from gateway.demo.common import Next, confirmed, ident, lookup_step
-from gateway.demo.conversation import Conversation
-from gateway.demo.digest import (
+from demo_model.common import Next, confirmed, ident, lookup_step
+from demo_model.conversation import Conversation
+from demo_model.digest import (
     item_points,
     lead_sentences,
     risk_headlines,
     table_rows,
     topic_points,
 )
-from gateway.demo.fmt import link
-from gateway.demo.reading import (
+from demo_model.fmt import link
+from demo_model.reading import (
     Candidate,
     candidate_for,
     failures,
@@ -26,10 +26,10 @@ from gateway.demo.reading import (
     read_doc,
     read_say,
 )
-from gateway.demo.reply import Call
-from gateway.demo.results import Doc
-from gateway.demo.shapes_filings import FILINGS, filing_table, filings_call, span_text, unavailable
-from gateway.demo.understand import Question
+from demo_model.reply import Call
+from demo_model.results import Doc
+from demo_model.shapes_filings import FILINGS, filing_table, filings_call, span_text, unavailable
+from demo_model.understand import Question
 
 __all__ = ["plan_exec", "plan_latest", "plan_section"]
 

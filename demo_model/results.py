@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.demo.conversation import Step
+from demo_model.conversation import Step
 
 __all__ = ["Doc", "Series", "as_doc", "as_series", "error_of", "rows", "text_of", "valued"]
 
