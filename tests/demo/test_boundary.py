@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAZY = "def start() -> object:\n    from demo_model import create_demo_app\n\n    return create_demo_app\n"
+LAZY = (
+    "def start() -> object:\n"
+    "    from demo_model import create_demo_app\n\n    return create_demo_app\n"
+)
 
 
 def lint_codes(path: str, source: str) -> set[str]:
