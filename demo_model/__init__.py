@@ -5,7 +5,9 @@ It is deterministic and rule-based, not a language model. It reads the conversat
 sent (the question, and the tool results so far), plans tool calls across turns, and
 writes its answer only from what the tools returned.
 
-    server       HTTP: POST /v1/messages, streaming (real SSE sequence) or not
+    server       HTTP: POST /v1/messages, streaming (real SSE sequence) or not;
+                 GET /v1/models/demo
+    card         the demo's Models API record (ModelInfo)
     wire         a reply as Messages API events, or as one Message
     conversation the request as the model sees it: question, tool steps, allowed tools
     companies    company names, tickers and CIKs from the tools' ticker map
@@ -19,6 +21,7 @@ writes its answer only from what the tools returned.
     results, digest, fmt   reading tool results, quoting filings, formatting figures
 """
 
-from demo_model.server import DEMO_MODEL, create_demo_app
+from demo_model.card import DEMO_MODEL
+from demo_model.server import create_demo_app
 
 __all__ = ["DEMO_MODEL", "create_demo_app"]

@@ -79,12 +79,15 @@ def _walk(messages: list[dict[str, Any]]) -> tuple[list[str], list[Step], int]:
                 if b.get("type") == "tool_use":
                     pending[str(b.get("id"))] = (str(b.get("name")), _dict(b.get("input")))
             continue
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        # Text beside tool results is the caller's note ("Tool round 2 of 10 is done"),
+        # not a new question: only a message without results asks one.
         text = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
-        if text:
+        if text and not results:
             questions.append(text)
             steps, pending, turns = [], {}, 0
-        for b in blocks:
-            if b.get("type") == "tool_result" and str(b.get("tool_use_id")) in pending:
+        for b in results:
+            if str(b.get("tool_use_id")) in pending:
                 name, args = pending.pop(str(b.get("tool_use_id")))
                 steps.append(_step(name, args, b))
     return questions, steps, turns

@@ -1,9 +1,14 @@
-"""The demo upstream over HTTP: `POST /v1/messages`, streaming or not, like the real API.
+"""The demo upstream over HTTP: `POST /v1/messages`, streaming or not, like the real API,
+and `GET /v1/models/{model_id}` describing the one model it is, `demo`.
 
 Validation is a small subset of the real API's: a JSON object with `model`, a positive
 integer `max_tokens` and a non-empty `messages` list; anything else is a 400
-`invalid_request_error`. Streams are paced (a few milliseconds per delta) so a browser
-shows them arriving; tests pass `delay_s=0`.
+`invalid_request_error`, as is asking for structured outputs (`output_config.format`),
+which the demo does not have. Today's request forms are accepted: `system` as text blocks,
+`cache_control` on blocks and tools (no cache here: nothing to do), `thinking` of type
+`enabled` or `adaptive` (a thinking block is streamed) or `disabled`, `output_config`
+with an `effort`. Streams are paced (a few milliseconds per delta) so a browser shows
+them arriving; tests pass `delay_s=0`.
 """
 
 from __future__ import annotations
@@ -15,19 +20,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from demo_model.card import DEMO_MODEL, model_card, not_found
 from demo_model.companies import CompanyIndex, load_index
 from demo_model.conversation import read_request
 from demo_model.planner import respond
 from demo_model.reply import Reply, Say, Think, block_id
 from demo_model.wire import message, sse, stream_events
 
-__all__ = ["DEMO_MODEL", "PACING_S", "create_demo_app"]
+__all__ = ["PACING_S", "create_demo_app"]
 
 log = logging.getLogger(__name__)
 
 PACING_S = 0.015
 """Pause before each content delta of a stream, so a browser shows it arriving."""
-DEMO_MODEL = "demo-research-model"
 
 _INDEX: web.AppKey[Knowledge] = web.AppKey("demo_company_index")
 _DELAY = web.AppKey("demo_delay_s", float)
@@ -53,7 +58,15 @@ def create_demo_app(*, delay_s: float | None = None) -> web.Application:
     app[_INDEX] = Knowledge()
     app[_DELAY] = PACING_S if delay_s is None else delay_s
     app.router.add_post("/v1/messages", _messages)
+    app.router.add_get("/v1/models/{model_id}", _model)
     return app
+
+
+async def _model(request: web.Request) -> web.Response:
+    model_id = request.match_info["model_id"]
+    if model_id != DEMO_MODEL:
+        return web.json_response(not_found(model_id), status=404, dumps=_dumps)
+    return web.json_response(model_card(), dumps=_dumps)
 
 
 async def _messages(request: web.Request) -> web.StreamResponse:
@@ -64,7 +77,10 @@ async def _messages(request: web.Request) -> web.StreamResponse:
     problem = _invalid(body)
     if problem:
         return _error(400, problem)
-    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
+    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
+        "enabled",
+        "adaptive",
+    )
     index = await request.app[_INDEX].index()
     try:
         reply = respond(read_request(body), index, thinking=thinking)
@@ -72,7 +88,7 @@ async def _messages(request: web.Request) -> web.StreamResponse:
         log.exception("demo model failed")
         return _error(500, "The demo model failed on this request.", "api_error")
     reply = _within_max_tokens(reply, body["max_tokens"])
-    model = str(body.get("model") or DEMO_MODEL)
+    model = DEMO_MODEL  # the model that answers, whatever id the caller sent
     headers = {"request-id": block_id("req", body.get("messages"))}
     if not body.get("stream"):
         return web.json_response(message(body, reply, model), headers=headers, dumps=_dumps)
@@ -107,6 +123,9 @@ def _invalid(body: Any) -> str | None:
         return "messages: each message needs a role of 'user' or 'assistant'"
     if messages[0]["role"] != "user":
         return "messages: the first message must use the 'user' role"
+    output = body.get("output_config")
+    if isinstance(output, dict) and output.get("format") is not None:
+        return f"output_config.format: structured outputs are not supported by model {DEMO_MODEL}"
     return None
 
 
