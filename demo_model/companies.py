@@ -12,7 +12,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from demo_model.vocab import ACRONYMS, ALIASES, BRAND_WORDS, STOPWORDS
+from demo_model.vocab import ACRONYMS, ALIASES, BRAND_WORDS, LOWER_TICKERS, STOPWORDS
 from tools.sec.companies import CompanyDirectory, Listing, name_key
 from tools.sec.edgar import Edgar
 from tools.sec.offline import OfflineSec
@@ -23,6 +23,8 @@ PREFIX_LISTINGS = 1500  # "Marvell" means Marvell Technology: prefixes of the la
 _TOKEN = re.compile(r"\$?[A-Za-z0-9]+(?:[&.\-'’][A-Za-z0-9]+)*")
 _TICKER = re.compile(r"^[A-Z]{2,5}(?:[.\-][A-Z])?$")
 _CIK_NUMBER = re.compile(r"^(?:CIK)?0*(\d{6,10})$", re.I)
+# English words one letter off a well-known name: never a misspelt company.
+_NEAR_NAMES = frozenset("apply ample metal chose chasm chases goggle googly".split())  # noqa: SIM905
 _LEGAL = frozenset("inc corp corporation co company ltd plc llc holdings group".split())  # noqa: SIM905
 
 
@@ -41,9 +43,10 @@ class Firm:
     def label(self) -> str:
         """A readable name for sentences: the name as written ("Nvidia", "Meta"), or the
         tidied SEC name when the question gave a ticker or CIK."""
-        said = self.said.lstrip("$")
+        said = re.sub(r"^the\s+", "", self.said.lstrip("$"), flags=re.I)
         as_ticker = said.isupper() and said == self.ticker.upper()
-        if as_ticker or said[:1].isdigit() or said.upper().startswith("CIK"):
+        # Typed in lowercase ("nvidia", "jpmorgan"): SEC's spelling reads better.
+        if as_ticker or said[:1].isdigit() or said.upper().startswith("CIK") or said.islower():
             return self.ticker_free_label()
         return said[:1].upper() + said[1:]
 
@@ -97,8 +100,10 @@ class CompanyIndex:
             for n in (4, 3, 2, 1):
                 gram = tokens[i : i + n]
                 hit = self._match(gram, tokens[i - 1] if i else None) if len(gram) == n else None
+                said = " ".join(t.word for t in gram)
+                if hit is None and n == 1:  # "nvidias", "appel": said as meant
+                    hit, said = self._loose(said), loose_name(said) or said
                 if hit is not None:
-                    said = " ".join(t.word for t in gram)
                     firms.setdefault(hit.cik, Firm(hit.cik, hit.name, hit.ticker, said))
                     i += n
                     break
@@ -127,6 +132,14 @@ class CompanyIndex:
             return None  # a lowercase word is a company only by its whole name ("tesla")
         return self.by_key.get(key) or self.by_prefix.get(key)
 
+    def _loose(self, word: str) -> Listing | None:
+        """A well-known company written loosely: "nvidias", "appel", "microsft"."""
+        name = loose_name(word)
+        if name is None:
+            return None
+        key = ALIASES[name]
+        return self.by_key.get(key) or self.by_prefix.get(key)
+
     def _single(self, token: _Token, before: _Token | None) -> Listing | None:
         word = token.word
         cik = _CIK_NUMBER.match(word)
@@ -146,6 +159,42 @@ class CompanyIndex:
             unknown.append(" ".join(t.word for t in tokens[i:j]))
             return j
         return i + 1
+
+
+def loose_name(word: str) -> str | None:
+    """The alias a word means when it is one letter off it or a possessive without the
+    apostrophe ("nvidias" -> "nvidia", "appel" -> "apple"). Only the short list of
+    well-known names is tried, so ordinary words are never taken for companies."""
+    low = word.lower()
+    if word in LOWER_TICKERS:
+        return LOWER_TICKERS[word]
+    if low in STOPWORDS or low in _NEAR_NAMES or len(low) < 4:
+        return None
+    if low.endswith("s") and low[:-1] in ALIASES:
+        return low[:-1]
+    if len(low) < 5:
+        return None
+    allowed = 1 if len(low) < 8 else 2
+    for name in ALIASES:
+        if " " not in name and name[0] == low[0] and typo_distance(low, name) <= allowed:
+            return name
+    return None
+
+
+def typo_distance(a: str, b: str) -> int:
+    """Edits between two words (insert, delete, replace, swap two neighbours)."""
+    if abs(len(a) - len(b)) > 2:
+        return 3
+    previous, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if previous is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, previous[j - 2] + 1)
+            current.append(cost)
+        previous, row = row, current
+    return row[-1]
 
 
 def _capitalised(token: _Token) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from demo_model.conversation import Conversation, Step
 from demo_model.facts_answers import cap, failed, filing_ref, label_of, series_steps
 from demo_model.fmt import change, fiscal_year, money, period, table
-from demo_model.results import Series, as_series, error_of, rows, text_of, valued
+from demo_model.results import Series, as_series, reason_of, rows, text_of, valued
 from demo_model.understand import Question
 
 __all__ = ["balance_sheet", "compare", "rank"]
@@ -79,7 +79,7 @@ def balance_sheet(q: Question, conv: Conversation) -> str:
     metrics, company = data.get("metrics"), data.get("company")
     if not isinstance(metrics, dict) or not isinstance(company, dict):
         who = step.input.get("company_identifier")
-        return f"I couldn't get the balance sheet of {who}: {error_of(step)}"
+        return f"I couldn't get the balance sheet of {who}: {reason_of(step)}"
     body, cited = [], ""
     for key, label in BALANCE_SHEET:
         found = metrics.get(key)
@@ -106,7 +106,7 @@ def rank(q: Question, conv: Conversation) -> str:
         for row in rows(step, "data"):
             merged.setdefault(row.get("cik"), (row, step))
     failures = [
-        f"- `{s.input.get('concept')}` {s.input.get('period')}: {error_of(s)}"
+        f"- `{s.input.get('concept')}` {s.input.get('period')}: {reason_of(s)}"
         for s in steps
         if s.is_error
     ]

@@ -3,12 +3,14 @@ figure is a reported value (formatted) or a change computed from two reported va
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
-from demo_model.results import Series, as_series, error_of
+from demo_model.margins import margin
+from demo_model.results import Series, as_series, held_note, reason_of, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer
 from demo_model.understand import Question
 from demo_model.vocab import METRICS
@@ -20,7 +22,8 @@ _LABELS = {m.facts_key: m.label for m in METRICS} | {"eps_basic": "basic EPS"}
 
 
 def label_of(step: Step) -> str:
-    return _LABELS.get(str(step.input.get("concept")), str(step.input.get("concept")))
+    concept = step.input.get("concept")
+    return _LABELS.get(str(concept), str(concept)) if concept else "key figures"
 
 
 def cap(text: str) -> str:
@@ -38,7 +41,8 @@ def filing_ref(row: dict[str, Any], cik: int | None) -> str:
 
 def failed(step: Step) -> str:
     who = step.input.get("company_identifier", "")
-    return f"I couldn't get the {label_of(step)} of {who}: {error_of(step)}"
+    text = f"I couldn't get the {label_of(step)} of {who}: {reason_of(step)}."
+    return text + held_note(step, "XBRL figures")
 
 
 def series_steps(conv: Conversation, tool: str = "get_sec_company_facts") -> list[Step]:
@@ -46,28 +50,63 @@ def series_steps(conv: Conversation, tool: str = "get_sec_company_facts") -> lis
 
 
 def metric(q: Question, conv: Conversation) -> str:
-    parts = [_metric_part(step, q) for step in series_steps(conv)]
+    if q.metrics and q.metrics[0].ratio is not None:
+        steps = series_steps(conv)
+        broken = [failed(s) for s in steps if s.is_error]
+        parts = broken[:1] if broken else [margin(q, conv, filing_ref)]
+    else:
+        parts = [_metric_part(step, q) for step in series_steps(conv)]
     return "\n\n".join(parts) + _filings_note(q, conv)
+
+
+_DID_IT = re.compile(
+    r"^\W*(?:did|was|is|were|has|does)\b.*\b(?:money|profitable|black|red)\b", re.I
+)
+
+
+def _pick(s: Series, q: Question) -> tuple[str, list[dict[str, Any]]]:
+    """Which values answer the question: the latest quarter, balance-sheet dates, years."""
+    if q.span.quarter and s.quarterly:
+        return "quarterly", s.quarterly
+    return ("instant", s.instant) if s.instant else ("annual", s.annual)
 
 
 def _metric_part(step: Step, q: Question) -> str:
     s = as_series(step)
     if s is None:
         return failed(step)
-    kind = "instant" if s.instant else "annual"
-    history = s.instant or s.annual
+    kind, history = _pick(s, q)
     wanted = q.span.fiscal_year if kind == "annual" else None
-    pick = next((r for r in history if fiscal_year(r) == wanted), history[0] if history else None)
+    if wanted:
+        pick = next((r for r in history if fiscal_year(r) == wanted), None)
+    else:
+        pick = history[0] if history else None
     if pick is None:
-        return f"{s.company} reports {s.concept}, but with no annual or balance-sheet values."
+        return _missing(s, step, wanted)
     loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (
         f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}**{loss} "
         f"({period(pick, kind)}), per its {filing_ref(pick, s.cik)}."
     )
-    if wanted and fiscal_year(pick) != wanted:
-        text = f"There is no FY{wanted} value in the data. " + text
+    if _DID_IT.search(q.text) and s.unit == "USD":
+        text = ("No, a loss: " if pick["value"] < 0 else "Yes: ") + text
     return text + _context(s, history, pick, kind) + f" (XBRL concept `{s.concept}`.)"
+
+
+def _missing(s: Series, step: Step, wanted: int | None) -> str:
+    """Said plainly: the year asked for is not in the data, and what the data covers."""
+    where = "the offline snapshot" if "offline" in text_of(step, "source") else "the XBRL data"
+    label = label_of(step)
+    if not wanted or not s.annual:
+        return f"{where.capitalize()} has no annual or balance-sheet {label} for {s.company}."
+    newest, oldest = s.annual[0], s.annual[-1]
+    last_end = max([newest["end"], *(r["end"] for r in s.quarterly[:1])])
+    return (
+        f"{where.capitalize()} has no {label} of {s.company} for fiscal year {wanted}: its "
+        f"{label} runs from FY{fiscal_year(oldest)} to FY{fiscal_year(newest)}, and its figures "
+        f"for {s.company} end with the period ended {last_end}. I can answer for any of those "
+        f'years: ask for "{s.company} {label} FY{fiscal_year(newest)}".'
+    )
 
 
 def _context(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-__all__ = ["change", "fiscal_year", "link", "money", "period", "table"]
+__all__ = ["change", "count", "fiscal_year", "link", "money", "period", "table"]
 
 _SCALES = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
 
@@ -57,3 +57,9 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """ "1 filing", "7 filings", "1 match", "2 matches"."""
+    many = plural or (noun + "es" if noun.endswith(("s", "sh", "ch", "x")) else noun + "s")
+    return f"{n:,} {noun if n == 1 else many}"

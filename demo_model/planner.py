@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from demo_model import shapes_chat as chat
 from demo_model import shapes_documents as documents
 from demo_model import shapes_facts as facts
 from demo_model import shapes_filings as filings
@@ -31,6 +32,9 @@ MAX_TURNS = 8
 Plan = Callable[[Question, Conversation], Next | str]
 PLANS: dict[Intent, Plan] = {
     "help": search.plan_help,
+    "greeting": chat.plan_greeting,
+    "thanks": chat.plan_thanks,
+    "unsupported": chat.plan_unsupported,
     "lookup": filings.plan_lookup,
     "unknown_company": filings.plan_unknown,
     "filings": filings.plan_filings,

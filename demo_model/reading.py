@@ -8,7 +8,7 @@ from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.reply import Call
-from demo_model.results import Doc, as_doc, error_of, rows
+from demo_model.results import Doc, as_doc, reason_of, rows
 
 __all__ = ["READ", "Candidate", "from_hits", "from_list", "next_read", "read_call", "read_say"]
 
@@ -101,9 +101,8 @@ def read_say(candidate: Candidate, conv: Conversation, what: str) -> str:
 
 
 def reason(step: Step) -> str:
-    """Why a read failed, in a few words ("it is not in the offline EDGAR snapshot")."""
-    text = error_of(step).removeprefix(str(step.input.get("url"))).split(". ")[0].strip(" .")
-    return f"it {text}" if text.startswith("is ") else text
+    """Why a read failed, in a few words ("the offline snapshot does not hold this document")."""
+    return reason_of(step)
 
 
 def failures(conv: Conversation) -> str:

@@ -3,12 +3,24 @@ a missing or odd field is skipped, never a crash)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from demo_model.conversation import Step
 
-__all__ = ["Doc", "Series", "as_doc", "as_series", "error_of", "rows", "text_of", "valued"]
+__all__ = [
+    "Doc",
+    "Series",
+    "as_doc",
+    "as_series",
+    "held_note",
+    "reason_of",
+    "rows",
+    "snapshot_names",
+    "text_of",
+    "valued",
+]
 
 
 def rows(step: Step | None, key: str) -> list[dict[str, Any]]:
@@ -26,10 +38,48 @@ def text_of(step: Step | None, key: str, default: str = "") -> str:
     return str(value) if value is not None else default
 
 
-def error_of(step: Step) -> str:
-    """A failed call's message, shortened to its first sentences."""
-    message = " ".join(step.content.split())
-    return message if len(message) <= 300 else message[:297].rsplit(" ", 1)[0] + "…"
+# A failed call's message, read for its cause: answers give the cause in plain words and
+# never paste the tool's own text (URLs, exception names, hints meant for a model).
+_CAUSES: tuple[tuple[str, str], ...] = (
+    (r"companyfacts\S* is not in the offline EDGAR snapshot",
+     "the offline snapshot has no XBRL figures for this company"),
+    (r"submissions\S* is not in the offline EDGAR snapshot",
+     "the offline snapshot has no filing list for this company"),
+    (r"frames\S* is not in|Not found in the offline EDGAR snapshot",
+     "the offline snapshot has no such data"),
+    (r"is not in the offline EDGAR snapshot", "the offline snapshot does not hold this document"),
+    (r"\breports no\b", "the company reports no such figure in its XBRL data"),
+    (r"No EDGAR filer|no company|not a known company|Unknown company",
+     "SEC knows no such company"),
+    (r"timed? ?out", "the tool took too long and was stopped"),
+    (r"rate|threshold|429", "SEC asked us to slow down"),
+    (r"\b40[34]\b|not found|NoSuchKey|AccessDenied", "EDGAR has no such record"),
+    (r"not run", "it was not run: the turn limit was reached"),
+)  # fmt: skip
+
+
+def reason_of(step: Step) -> str:
+    """Why a call failed, in a few plain words (never the tool's raw message)."""
+    for pattern, cause in _CAUSES:
+        if re.search(pattern, step.content, re.I):
+            return cause
+    return "the tool reported an error"
+
+
+def snapshot_names(step: Step) -> list[str]:
+    """The companies an offline-snapshot refusal says it does have data for."""
+    _, _, listed = step.content.partition(" only for: ")
+    return [name.strip() for name in re.findall(r"([^;]+?) \(CIK \d+\)", listed)]
+
+
+def held_note(step: Step, what: str) -> str:
+    """ " It has XBRL figures only for Apple Inc., NVIDIA CORP and Tesla, Inc." after a
+    refusal of the offline snapshot, naming the companies its message lists."""
+    names = snapshot_names(step)
+    if not names:
+        return ""
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f" It has {what} only for {listed}".rstrip(".") + "."
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from demo_model.digest import (
     table_rows,
     topic_points,
 )
-from demo_model.fmt import link
+from demo_model.fmt import count, link
 from demo_model.reading import (
     Candidate,
     candidate_for,
@@ -151,8 +151,8 @@ def _document_answer(
         tried = failures(conv)
         why = f" The documents I tried:\n\n{tried}" if tried else ""
         return (
-            f"I found {len(candidates)} filing(s) of {company} with {what}, but could not read "
-            f"any of them here, so I can't say what they contain.{why}"
+            f"I found {count(len(candidates), 'filing')} of {company} with {what}, but could "
+            f"not read any of them here, so I can't say what they contain.{why}"
         )
     _, doc = found
     filing = candidate_for(doc.url, candidates)

@@ -10,6 +10,7 @@ import datetime as dt
 from demo_model import compare_answers, facts_answers
 from demo_model.common import Next, firm_names, ident
 from demo_model.conversation import Conversation
+from demo_model.margins import margin_parts
 from demo_model.reply import Call
 from demo_model.shapes_filings import FILINGS, filings_call, unavailable
 from demo_model.understand import Question
@@ -47,14 +48,21 @@ def _fallback(q: Question, conv: Conversation) -> Next | None:
 
 
 def plan_metric(q: Question, conv: Conversation) -> Next | str:
-    metrics = q.metrics[:3]
+    metrics = q.metrics[:1] if q.metrics[0].ratio else q.metrics[:3]
     if conv.can(FACTS) and not conv.done(FACTS):
-        say = (
-            f"I'll fetch {q.firms[0].label}'s reported {_labels(metrics)} from its XBRL "
-            "financial data at the SEC."
-        )
-        return Next(say, tuple(_facts_call(q.firms[0].ticker, m, 8) for m in metrics))
+        parts = [p for m in metrics for p in margin_parts(m)]
+        say = f"I'll fetch {q.firms[0].label}'s reported {_labels(parts)} from its XBRL data"
+        if metrics[0].ratio:
+            say += f" and compute its {metrics[0].label} from them"
+        calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
+        return Next(say + ".", calls)
     return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
+
+
+def _limit(q: Question, conv: Conversation) -> int:
+    """Enough annual values to reach the fiscal year asked about."""
+    fiscal = q.span.fiscal_year
+    return max(8, conv.today.year - fiscal + 3) if fiscal else 8
 
 
 def plan_trend(q: Question, conv: Conversation) -> Next | str:

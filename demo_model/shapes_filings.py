@@ -8,9 +8,10 @@ from typing import Any
 
 from demo_model.common import LOOKUP, Next, confirmed, firm_names, ident, lookup_step
 from demo_model.conversation import Conversation, Step
-from demo_model.fmt import link, table
+from demo_model.fmt import count, link, table
 from demo_model.reply import Call
-from demo_model.results import error_of, rows, text_of
+from demo_model.results import held_note, reason_of, rows, text_of
+from demo_model.shapes_chat import holdings, what_i_can_answer
 from demo_model.understand import Question, Span
 
 __all__ = ["FILINGS", "filings_call", "plan_filings", "plan_lookup", "plan_unknown", "span_text"]
@@ -31,7 +32,7 @@ def plan_lookup(q: Question, conv: Conversation) -> Next | str:
 def _lookup_answer(step: Step) -> str:
     term = step.input.get("search_term", "")
     if step.is_error:
-        return f"The ticker lookup for “{term}” failed: {error_of(step)}"
+        return f"The ticker lookup for “{term}” failed: {reason_of(step)}"
     matches = rows(step, "matches")
     if not matches:
         return f"SEC's ticker list has no company matching “{term}”."
@@ -63,7 +64,7 @@ def plan_unknown(q: Question, conv: Conversation) -> Next | str:
             f"I don't recognise “{term}” as a company, and I can't search SEC's ticker list here."
         )
     if step.is_error:
-        return f"I couldn't search SEC's ticker list for “{term}”: {error_of(step)}"
+        return f"I couldn't search SEC's ticker list for “{term}”: {reason_of(step)}"
     matches = rows(step, "matches")
     if not matches:
         return (
@@ -114,7 +115,11 @@ def plan_filings(q: Question, conv: Conversation) -> Next | str:
         return Next(say.strip(), calls)
     if not conv.done(FILINGS):
         return unavailable(FILINGS, "list filings", conv)
-    return "\n\n".join(filings_answer(s, q) for s in conv.done(FILINGS))
+    answer = "\n\n".join(filings_answer(s, q) for s in conv.done(FILINGS))
+    missing = [s for s in conv.done(FILINGS) if "offline snapshot" in reason_of(s)]
+    for firm in q.firms if missing and len(missing) == len(conv.done(FILINGS)) else ():
+        answer += f"\n\n{holdings(firm)} {what_i_can_answer(firm)}"
+    return answer
 
 
 def _their(q: Question) -> str:
@@ -124,17 +129,22 @@ def _their(q: Question) -> str:
 def filings_answer(step: Step, q: Question) -> str:
     who = step.input.get("company_identifier", "")
     if step.is_error:
-        return f"I couldn't list the filings of {who}: {error_of(step)}"
+        named = next((f.label for f in q.firms if who in (str(f.cik), f.ticker)), who)
+        return f"I couldn't list the filings of {named}: {reason_of(step)}." + held_note(
+            step, "filing lists"
+        )
     company = step.data.get("company", {}) if isinstance(step.data, dict) else {}
     name = f"**{company.get('name', who)}** (CIK {company.get('cik', who)})"
     form = step.input.get("filing_type")
-    what = f"filings of form {form}" if form else "filings"
+    of_form = f" of form {form}" if form else ""
     span = _span_of(step)
     found = rows(step, "filings")
     notes = " ".join(str(n) for n in step.data.get("notes", [])) if found else ""
     if not found:
-        return f"{name}: no {what}{span} in EDGAR's list (source: {text_of(step, 'source')})."
-    lines = [f"{name}: {len(found)} {what}{span}, newest first:", "", filing_table(found)]
+        source = text_of(step, "source")
+        return f"{name}: no filings{of_form}{span} in EDGAR's list (source: {source})."
+    listed = f"{count(len(found), 'filing')}{of_form}{span}"
+    lines = [f"{name}: {listed}, newest first:", "", filing_table(found)]
     if not form:
         counts = Counter(str(f.get("form")) for f in found)
         lines += ["", "By form: " + ", ".join(f"{k} ×{v}" for k, v in counts.most_common()) + "."]

@@ -8,10 +8,10 @@ from typing import Any
 
 from demo_model.common import Next
 from demo_model.conversation import Conversation, Step
-from demo_model.fmt import link
+from demo_model.fmt import count, link
 from demo_model.reading import READ, read_doc
 from demo_model.reply import Call
-from demo_model.results import error_of, rows, text_of
+from demo_model.results import reason_of, rows, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer, filings_call, unavailable
 from demo_model.understand import CUES, Question
 
@@ -87,12 +87,15 @@ def plan_full_text(q: Question, conv: Conversation) -> Next | str:
 def _full_text_answer(phrase: str, conv: Conversation, hits: list[dict[str, Any]]) -> str:
     step = conv.done(FULL_TEXT)[0]
     if step.is_error:
-        return f"The full-text search for “{phrase}” failed: {error_of(step)}"
+        return f"The full-text search for “{phrase}” failed: {reason_of(step)}"
     if not hits:
         return f"The full-text search found no filing that mentions “{phrase}”."
     source = text_of(step, "source")
-    lines = [f"EDGAR full-text search for “{phrase}” found {text_of(step, 'total')} matching "
-             f"document(s) (source: {source}):", ""]  # fmt: skip
+    total = text_of(step, "total")
+    found = f"{total} matching documents"
+    if total.isdigit():
+        found = count(int(total), "matching document")
+    lines = [f"EDGAR full-text search for “{phrase}” found {found} (source: {source}):", ""]
     for n, hit in enumerate(hits, 1):
         what = " ".join(str(hit[k]) for k in ("form", "document_type") if hit.get(k))
         cited = link(str(hit.get("url")), str(hit.get("accession_number")))
@@ -155,7 +158,7 @@ def plan_web(q: Question, conv: Conversation) -> Next | str:
 
 def _web_answer(step: Step, query: str) -> str:
     if step.is_error:
-        return f"The web search for “{query}” failed: {error_of(step)}"
+        return f"The web search for “{query}” failed: {reason_of(step)}"
     results = rows(step, "results")
     source = text_of(step, "source")
     lines = []

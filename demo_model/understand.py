@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
+from demo_model.phrasing import GREETING, THANKS, correct, unsupported_reason
 from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
 
 __all__ = ["Intent", "Question", "Span", "understand"]
 
 Intent = Literal[
-    "help", "lookup", "unknown_company", "filings", "latest_filing", "section", "exec",
-    "metric", "trend", "compare", "balance_sheet", "rank", "full_text", "web",
+    "help", "greeting", "thanks", "unsupported", "lookup", "unknown_company", "filings",
+    "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet", "rank",
+    "full_text", "web",
 ]  # fmt: skip
+CHAT: frozenset[Intent] = frozenset({"help", "greeting", "thanks", "unsupported"})
 NEEDS_FIRM: frozenset[Intent] = frozenset(
     {"filings", "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet"}
 )
@@ -41,8 +44,12 @@ _CUES = {
     "prices": r"market cap|stock price|share price|\bvaluation\b|price target|trading at",
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
+_LAST_QUARTER = re.compile(
+    r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b", re.I
+)
 _FOLLOW_UP = re.compile(
-    r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b",
+    r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b|"
+    r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$",
     re.I,
 )
 
@@ -55,6 +62,8 @@ class Span:
     before: dt.date | None = None
     fiscal_year: int | None = None
     calendar_year: int | None = None
+    quarter: bool = False
+    """The latest quarter ("last quarter"), not a year."""
 
 
 @dataclass(frozen=True)
@@ -69,24 +78,37 @@ class Question:
     span: Span = field(default_factory=Span)
     phrase: str | None = None
     limit: int | None = None
+    reason: str | None = None
+    """Why the demo cannot answer (intent `unsupported`)."""
 
 
 def understand(
     text: str, index: CompanyIndex, today: dt.date, earlier: tuple[str, ...] = ()
 ) -> Question:
+    text = correct(text)
     found = index.find(text)
     firms, unknown = found.firms, found.unknown
-    if not firms and not unknown and _FOLLOW_UP.search(text):
-        firms = _firms_from(earlier, index)  # "And its net income?"
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
-    span = find_span(text, today)
+    span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
+    follow_up = bool(earlier) and bool(_FOLLOW_UP.search(text))
+    if follow_up and not (metrics or topic or forms):
+        before = understand(earlier[-1], index, today, earlier[:-1])
+        if before.intent not in CHAT:  # "and in 2022?", "what about NVIDIA?"
+            return _carry_on(before, text, firms, span)
+    if follow_up and not firms and not unknown:
+        firms = _firms_from(earlier, index)  # "And its net income?"
+    reason = unsupported_reason(text, bool(metrics))
     intent = _intent(text, bool(firms), metrics, topic, forms)
+    if reason and firms:
+        intent = "unsupported"
     if (
         intent == "metric"
         and span.after
         and (not span.before or span.before.year > span.after.year)
     ):
         intent = "trend"  # "revenue between 2019 and 2022", "since 2020"
+    if intent == "rank" and metrics[0].ratio:
+        intent, reason = "unsupported", "I compute margins one company at a time"
     if intent in NEEDS_FIRM | {"lookup"} and not firms:
         intent = "unknown_company" if unknown else "help"
     if intent in ("metric", "trend") and len(firms) > 1:
@@ -104,7 +126,18 @@ def understand(
         span=span,
         phrase=find_phrase(text) if intent in ("full_text", "web") else None,
         limit=find_limit(text),
+        reason=reason,
     )
+
+
+def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) -> Question:
+    """A follow-up that names only a new period or company: the earlier question again."""
+    firms = firms or before.firms
+    intent = before.intent
+    if intent == "compare" and len(firms) < 2:
+        intent = "metric"
+    span = span if span != Span() else before.span
+    return replace(before, text=text, intent=intent, firms=firms, span=span)
 
 
 def _cue(name: str, text: str) -> bool:
@@ -115,6 +148,10 @@ def _intent(
     text: str, has_firm: bool, metrics: tuple[Metric, ...], topic: Topic | None,
     forms: tuple[str, ...],
 ) -> Intent:  # fmt: skip
+    if GREETING.match(text):
+        return "greeting"
+    if THANKS.match(text):
+        return "thanks"
     if (_cue("help", text) and not (has_firm or metrics or topic or forms)) or _cue("prices", text):
         return "help"
     if _cue("full_text", text):
@@ -140,7 +177,7 @@ def _figures_or_filings(
     if forms or re.search(r"\bfil(?:ings?|ed)\b|\breports?\b|\bdocuments?\b", text, re.I):
         read = _cue("read", text) and not find_limit(text)
         return "latest_filing" if len(forms) == 1 and read else "filings"
-    return "filings" if has_firm else "help"
+    return "unsupported" if has_firm else "help"
 
 
 def _metric_intent(text: str, has_firm: bool) -> Intent:

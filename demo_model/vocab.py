@@ -11,6 +11,7 @@ __all__ = [
     "ALIASES",
     "BRAND_WORDS",
     "FORMS",
+    "LOWER_TICKERS",
     "METRICS",
     "STOPWORDS",
     "TOPICS",
@@ -32,6 +33,8 @@ class Metric:
     instant: bool
     """A balance-sheet figure (at a date), not a flow over a period."""
     pattern: re.Pattern[str]
+    ratio: tuple[str, str] | None = None
+    """A margin: (numerator, denominator) metric keys, divided period by period."""
 
 
 def _metric(
@@ -42,22 +45,60 @@ def _metric(
     )
 
 
+def _margin(key: str, label: str, numerator: str, words: str) -> Metric:
+    return Metric(key, label, key, (), "%", False, re.compile(words, re.I), (numerator, "revenue"))
+
+
 # Order matters: the first pattern to match a stretch of text claims it ("earnings per
 # share" is EPS, not earnings; "operating income" is not net income).
 METRICS: tuple[Metric, ...] = (
+    _margin("gross_margin", "gross margin", "gross_profit", r"gross margins?"),
+    _margin("operating_margin", "operating margin", "operating_income",
+            r"operating margins?|ebit margins?"),
+    _margin("net_margin", "net margin", "net_income",
+            r"net (?:profit |income )?margins?|profit margins?"),
+    _metric("dividends_per_share", "dividends per share", "CommonStockDividendsPerShareDeclared",
+            "CommonStockDividendsPerShareDeclared", "USD/shares", False,
+            r"dividends? (?:per|a) share|per[- ]share dividends?|\bdps\b"),
     _metric("eps", "diluted EPS", "eps_diluted",
             "EarningsPerShareDiluted EarningsPerShareBasic", "USD/shares", False,
             r"\beps\b|earnings per share|per[- ]share earnings"),
+    _metric("shares_outstanding", "shares outstanding", "shares_outstanding",
+            "EntityCommonStockSharesOutstanding", "shares", True,
+            r"shares? outstanding|outstanding shares|share count|(?:number of|how many) shares"),
+    _metric("buybacks", "share buybacks", "PaymentsForRepurchaseOfCommonStock",
+            "PaymentsForRepurchaseOfCommonStock", "USD", False,
+            r"buy ?backs?|repurchas"),
+    _metric("dividends_paid", "dividends paid", "PaymentsOfDividends",
+            "PaymentsOfDividends", "USD", False, r"\bdividends?\b"),
+    _metric("capex", "capital expenditures", "capital_expenditures",
+            "PaymentsToAcquirePropertyPlantAndEquipment", "USD", False,
+            r"capital expenditures?|\bcapex\b|capital spending"),
+    _metric("investing_cash_flow", "investing cash flow",
+            "NetCashProvidedByUsedInInvestingActivities",
+            "NetCashProvidedByUsedInInvestingActivities", "USD", False,
+            r"investing (?:activities|cash flows?)|cash (?:flows? )?(?:from|used in) investing"),
+    _metric("financing_cash_flow", "financing cash flow",
+            "NetCashProvidedByUsedInFinancingActivities",
+            "NetCashProvidedByUsedInFinancingActivities", "USD", False,
+            r"financing (?:activities|cash flows?)|cash (?:flows? )?(?:from|used in) financing"),
+    _metric("depreciation", "depreciation and amortization",
+            "DepreciationDepletionAndAmortization", "DepreciationDepletionAndAmortization",
+            "USD", False, r"depreciation|\bd&a\b"),
+    _metric("stock_comp", "stock-based compensation", "ShareBasedCompensation",
+            "ShareBasedCompensation", "USD", False,
+            r"(?:stock|share)[- ]based comp\w*|\bsbc\b"),
     _metric("operating_cash_flow", "operating cash flow", "operating_cash_flow",
             "NetCashProvidedByUsedInOperatingActivities", "USD", False,
             r"operating cash flows?|cash flows? from operations|cash from operations"),
     _metric("operating_income", "operating income", "operating_income",
             "OperatingIncomeLoss", "USD", False, r"operating (?:income|profit|loss)"),
     _metric("gross_profit", "gross profit", "gross_profit",
-            "GrossProfit", "USD", False, r"gross (?:profit|margin)"),
+            "GrossProfit", "USD", False, r"gross profit"),
     _metric("net_income", "net income", "net_income", "NetIncomeLoss", "USD", False,
             r"net (?:income|profit|loss|earnings)|\bprofit(?:s|able|ability)?\b|\bearnings\b|"
-            r"bottom line"),
+            r"bottom line|\b(?:make|made|making|lose|lost|losing) (?:any )?money\b|"
+            r"in the (?:black|red)"),
     _metric("revenue", "revenue", "revenue",
             "Revenues RevenueFromContractWithCustomerExcludingAssessedTax", "USD", False,
             r"\brevenues?\b|\bsales\b|top line|turnover"),
@@ -125,6 +166,13 @@ ALIASES: dict[str, str] = {
     "disney": "walt disney", "exxon": "exxon mobil", "goldman": "goldman sachs group",
     "goldman sachs": "goldman sachs group", "coca cola": "coca cola", "coke": "coca cola",
     "nvidia": "nvidia", "tesla": "tesla", "apple": "apple", "microsoft": "microsoft",
+    "alphabet": "alphabet", "snowflake": "snowflake", "adobe": "adobe",
+}  # fmt: skip
+
+# Tickers of well-known companies, as people type them in lowercase ("nvda revenue").
+LOWER_TICKERS: dict[str, str] = {
+    "aapl": "apple", "nvda": "nvidia", "tsla": "tesla", "msft": "microsoft", "googl": "alphabet",
+    "goog": "alphabet", "mrvl": "marvell", "amzn": "amazon", "jpm": "jpmorgan", "adbe": "adobe",
 }  # fmt: skip
 
 # Companies named by an everyday word: they count only when capitalised mid-sentence.
@@ -163,5 +211,6 @@ STOPWORDS = frozenset(
  proceedings lawsuit litigation cybersecurity sheet balance number numbers figure
  figures value values total overall key main other same different per basic diluted q1
  q2 q3 q4 fy cy info information details detail anything something hello hi hey thanks
- thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called""".split()  # noqa: SIM905
+ thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called
+ paid pay""".split()  # noqa: SIM905
 )

@@ -1,7 +1,7 @@
 """Running a question through /api/stream, and checking that an answer states only facts
 the tools returned: accession numbers, dates, CIKs and fiscal years found in the results,
 dollar amounts that are reported values (rounded as printed), and percentages that are
-quoted or computed from two reported values."""
+quoted or computed from two reported values (a change, a growth rate, a margin)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def _near(value: float, decimals: int, scale: float, numbers: set[float]) -> set
 
 
 def _derivable(percent: float, values: set[float]) -> bool:
+    """A change between two reported values, a compound growth rate, or a share of one in
+    another (a margin: gross profit over revenue)."""
     for a, b in itertools.permutations(values, 2):
+        if b > 0 and abs(a / b * 100 - percent) <= 0.051:
+            return True
         if b <= 0 or a <= 0:
             continue
         if abs((a / b - 1) * 100 - percent) <= 0.051:

@@ -4,10 +4,14 @@ tool inputs, facts of the tool results in the answer, and no fact that is not in
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
+import demo_model
 from tests.demo.conftest import Client
 from tests.demo.support import Run, ask, replay, ungrounded
 from tools import Toolset
@@ -254,3 +258,63 @@ async def test_an_8k_of_a_year_found_by_full_text(demo_gateway: Client, toolset:
 async def test_market_prices_are_out_of_scope(demo_gateway: Client) -> None:
     run = await ask(demo_gateway, "What's NVIDIA's market cap?")
     assert run.uses == [] and "Market prices" in run.answer
+
+
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
+EXAMPLES = re.findall(r"^\| \d+ \| [^|]+ \| `\w+` \| ([^|]+) \|", QUESTIONS_MD.read_text(), re.M)
+
+
+@pytest.mark.parametrize("question", [e.strip() for e in EXAMPLES])
+async def test_every_example_in_questions_md(
+    demo_gateway: Client, toolset: Toolset, question: str
+) -> None:
+    """Each example of the demo's own list runs to a grounded answer with no tool error
+    pasted into it."""
+    run = await grounded_run(demo_gateway, toolset, question)
+    assert run.answer.strip()
+    for error in run.phase("tool_error"):
+        words = re.sub(r"https?://\S+", "", error["error"]).strip()[:40]  # links may be cited
+        assert words not in run.answer
+
+
+async def test_margin_from_two_facts(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "What is Apple's gross margin?")
+    assert run.plan() == [[FACTS, FACTS]]
+    assert [a["concept"] for a in run.inputs(FACTS)] == ["gross_profit", "revenue"]
+    profit = result_of(run, FACTS, 0)["units"]["USD"]["annual"][0]
+    revenue = result_of(run, FACTS, 1)["units"]["USD"]["annual"][0]
+    assert profit["end"] == revenue["end"]
+    assert f"**{profit['value'] / revenue['value'] * 100:.1f}%**" in run.answer
+
+
+async def test_follow_up_with_a_new_year(demo_gateway: Client, toolset: Toolset) -> None:
+    first = await ask(demo_gateway, "What was Apple's revenue in 2022?")
+    session = first.final["session_id"]
+    run = await grounded_run(demo_gateway, toolset, "and in 2023?", sessionId=session)
+    assert run.inputs(FACTS)[0]["concept"] == "revenue"
+    assert "FY2023, ended 2023-09-30" in run.answer and "$383.3 billion" in run.answer
+    other = await grounded_run(demo_gateway, toolset, "what about nvidia?", sessionId=session)
+    assert other.inputs(FACTS)[0]["company_identifier"] == "NVDA"
+
+
+async def test_a_year_outside_the_snapshot_is_said_plainly(
+    demo_gateway: Client, toolset: Toolset
+) -> None:
+    run = await grounded_run(demo_gateway, toolset, "What was Tesla's revenue in 2024?")
+    first = run.answer.split(":")[0]
+    assert "has no revenue" in first and "fiscal year 2024" in first and "$" not in first
+    assert "2022-09-30" in run.answer  # where Tesla's figures in the snapshot end
+
+
+async def test_greeting_and_thanks_without_tools(demo_gateway: Client) -> None:
+    hello = await ask(demo_gateway, "hi there")
+    thanks = await ask(demo_gateway, "thanks!", sessionId=hello.final["session_id"])
+    for run in (hello, thanks):
+        assert run.uses == [] and run.final["turns"] == 1
+    assert hello.answer.startswith("Hello!") and len(hello.answer) < 400
+    assert thanks.answer.startswith("You're welcome")
+
+
+async def test_singular_counts(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "Microsoft 10-K filings in 2024")
+    assert "1 filing of form 10-K" in run.answer and "1 filings" not in run.answer

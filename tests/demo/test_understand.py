@@ -115,7 +115,10 @@ def test_spans(index: CompanyIndex, text: str, span: Span) -> None:
         ("Look up the ticker for Snowflake", "lookup", ""),
         ('Search filings for "export controls"', "full_text", "export controls"),
         ("Latest news on Tesla", "web", ""),
-        ("hello", "help", ""),
+        ("hello", "greeting", ""),
+        ("thanks!", "thanks", ""),
+        ("Who audits NVIDIA?", "unsupported", ""),
+        ("nvidias revnue last quarter", "metric", "revenue"),
         ("Tell me a joke", "help", ""),
     ],
 )
