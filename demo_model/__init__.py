@@ -12,12 +12,16 @@ writes its answer only from what the tools returned.
     conversation the request as the model sees it: question, tool steps, allowed tools
     companies    company names, tickers and CIKs from the tools' ticker map
     vocab        metrics, filing sections, form types, everyday words
-    understand   question -> intent, companies, forms, dates, metrics, topic
+    phrasing     typos in finance words, greetings and thanks, what it cannot answer
+    spans        the period a question is about, and how many items it wants
+    understand   question -> intent, companies, forms, dates, metrics, topic;
+                 follow-ups that change only the year or the company
     planner      the next move: tool calls (with a line of reasoning) or the answer
     common       what every plan shares: the Next move, the company lookup step
-    shapes_*     one plan per question shape (filings, documents, facts, search)
+    shapes_*     one plan per question shape (filings, documents, facts, search, and
+                 chat: greetings, thanks, a plain "I can't answer that")
     reading      which filing document to read next, and falling back when unreadable
-    facts_answers, compare_answers   answers written from XBRL results
+    facts_answers, compare_answers, margins   answers written from XBRL results
     results, digest, fmt   reading tool results, quoting filings, formatting figures
 """
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import GREETING, THANKS, correct, unsupported_reason
+from demo_model.spans import Span, find_limit, find_span
 from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
 
 __all__ = ["Intent", "Question", "Span", "understand"]
@@ -24,10 +25,6 @@ CHAT: frozenset[Intent] = frozenset({"help", "greeting", "thanks", "unsupported"
 NEEDS_FIRM: frozenset[Intent] = frozenset(
     {"filings", "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet"}
 )
-_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                 "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
-_N = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
-_YEAR = r"((?:19|20)\d{2})"
 _CUES = {
     "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
     "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)|"
@@ -52,18 +49,6 @@ _FOLLOW_UP = re.compile(
     r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$",
     re.I,
 )
-
-
-@dataclass(frozen=True)
-class Span:
-    """The time a question is about."""
-
-    after: dt.date | None = None
-    before: dt.date | None = None
-    fiscal_year: int | None = None
-    calendar_year: int | None = None
-    quarter: bool = False
-    """The latest quarter ("last quarter"), not a year."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +139,9 @@ def _intent(
         return "thanks"
     if (_cue("help", text) and not (has_firm or metrics or topic or forms)) or _cue("prices", text):
         return "help"
-    if _cue("full_text", text):
+    # "What risks does Apple mention?" asks for a section; "mention 'tariffs'" searches.
+    quoted = re.search(r"[\"“'‘]\w", text)
+    if _cue("full_text", text) and (topic is None or not has_firm or quoted):
         return "full_text"
     if _cue("web", text):
         return "web"
@@ -215,35 +202,6 @@ def find_forms(text: str) -> tuple[str, ...]:
     return tuple(form for form, pattern in FORMS if pattern.search(text))
 
 
-def _number(word: str) -> int:
-    return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
-
-
-def find_span(text: str, today: dt.date) -> Span:
-    def year(m: re.Match[str], group: int = 1) -> int:
-        return int(m.group(group))
-
-    if m := re.search(rf"\b(?:between|from)\s+{_YEAR}\s+(?:and|to|through|-)\s+{_YEAR}", text):
-        return Span(dt.date(year(m), 1, 1), dt.date(year(m, 2), 12, 31))
-    if m := re.search(rf"\b(?:since|from|starting(?: in)?)\s+{_YEAR}\b", text, re.I):
-        return Span(after=dt.date(year(m), 1, 1))
-    if m := re.search(rf"\bafter\s+{_YEAR}\b", text, re.I):
-        return Span(after=dt.date(year(m) + 1, 1, 1))
-    if m := re.search(rf"\b(?:before|prior to)\s+{_YEAR}\b", text, re.I):
-        return Span(before=dt.date(year(m) - 1, 12, 31))
-    if m := re.search(rf"\b(?:last|past)\s+{_N}\s+years?\b", text, re.I):
-        n = _number(m.group(1))
-        return Span(after=today.replace(year=today.year - n, day=min(today.day, 28)))
-    if m := re.search(rf"\b(?:CY|calendar(?: year)?)\s*{_YEAR}\b", text, re.I):
-        return Span(dt.date(year(m), 1, 1), dt.date(year(m), 12, 31), calendar_year=year(m))
-    if m := re.search(rf"\b(?:FY|fiscal(?: year)?)\s*'?{_YEAR}\b", text, re.I):
-        return Span(fiscal_year=year(m))
-    if m := re.search(rf"\b{_YEAR}\b", text):
-        y = year(m)
-        return Span(dt.date(y, 1, 1), dt.date(y, 12, 31), fiscal_year=y, calendar_year=y)
-    return Span()
-
-
 def find_phrase(text: str) -> str | None:
     """The words to search for: a quoted phrase, or what follows "mention"/"news about"."""
     if m := re.search(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]", text):
@@ -251,10 +209,4 @@ def find_phrase(text: str) -> str | None:
     after = r"(?:mention(?:s|ed|ing)?|news (?:about|on|for)|about|for|on)\s+(.+?)\s*(?:\?|$|\bin\b)"
     if m := re.search(after, text, re.I):
         return m.group(1).strip(" .?!")
-    return None
-
-
-def find_limit(text: str) -> int | None:
-    if m := re.search(rf"\b(?:last|latest|top|first|recent|newest)\s+{_N}\b(?![-\w])", text, re.I):
-        return _number(m.group(1))
     return None

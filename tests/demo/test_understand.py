@@ -118,6 +118,8 @@ def test_spans(index: CompanyIndex, text: str, span: Span) -> None:
         ("hello", "greeting", ""),
         ("thanks!", "thanks", ""),
         ("Who audits NVIDIA?", "unsupported", ""),
+        ("what risks does apple mention", "section", "Item 1A"),
+        ("Which filings mention cybersecurity?", "full_text", "cybersecurity"),
         ("nvidias revnue last quarter", "metric", "revenue"),
         ("Tell me a joke", "help", ""),
     ],
