@@ -9,7 +9,7 @@ from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
-from demo_model.margins import margin
+from demo_model.margins import derived
 from demo_model.results import Series, as_series, held_note, reason_of, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer
 from demo_model.understand import Question
@@ -53,7 +53,7 @@ def metric(q: Question, conv: Conversation) -> str:
     if q.metrics and q.metrics[0].ratio is not None:
         steps = series_steps(conv)
         broken = [failed(s) for s in steps if s.is_error]
-        parts = broken[:1] if broken else [margin(q, conv, filing_ref)]
+        parts = broken[:1] if broken else [derived(q, conv, filing_ref)]
     else:
         parts = [_metric_part(step, q) for step in series_steps(conv)]
     return "\n\n".join(parts) + _filings_note(q, conv)

@@ -10,7 +10,7 @@ import datetime as dt
 from demo_model import compare_answers, facts_answers
 from demo_model.common import Next, firm_names, ident
 from demo_model.conversation import Conversation
-from demo_model.margins import margin_parts
+from demo_model.margins import derived_compare, derived_trend, margin_parts
 from demo_model.reply import Call
 from demo_model.shapes_filings import FILINGS, filings_call, unavailable
 from demo_model.understand import Question
@@ -65,7 +65,25 @@ def _limit(q: Question, conv: Conversation) -> int:
     return max(8, conv.today.year - fiscal + 3) if fiscal else 8
 
 
+def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:
+    """A margin or free cash flow: both reported parts for each company, in parallel."""
+    metric, firms = q.metrics[0], q.firms[: MAX_CALLS // 2]
+    if conv.can(FACTS) and not conv.done(FACTS):
+        parts = margin_parts(metric)
+        years = max(_years(q, conv.today), _limit(q, conv))
+        calls = tuple(_facts_call(f.ticker, m, years) for f in firms for m in parts)
+        say = (
+            f"I'll fetch the {_labels(parts)} of {firm_names(firms)} from XBRL, in parallel, "
+            f"and compute the {metric.label} from them."
+        )
+        return Next(say, calls)
+    failed = [facts_answers.failed(s) for s in conv.done(FACTS) if s.is_error]
+    return "\n\n".join(failed) if failed else _answer_or_unavailable(q, conv, write)
+
+
 def plan_trend(q: Question, conv: Conversation) -> Next | str:
+    if q.metrics[0].ratio:
+        return _derived(q, conv, lambda q, c: derived_trend(q, c, facts_answers.filing_ref))
     metrics = list(q.metrics[:2])
     if metrics[0].key == "eps":
         metrics = [metrics[0], _basic_eps()]
@@ -92,6 +110,8 @@ def _years(q: Question, today: dt.date) -> int:
 
 def plan_compare(q: Question, conv: Conversation) -> Next | str:
     metric = q.metrics[0]
+    if metric.ratio:
+        return _derived(q, conv, lambda q, c: derived_compare(q, c, facts_answers.filing_ref))
     if conv.can(FACTS) and not conv.done(FACTS):
         fiscal = q.span.fiscal_year
         limit = max(3, conv.today.year - fiscal + 3) if fiscal else 3

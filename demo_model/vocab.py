@@ -34,7 +34,9 @@ class Metric:
     """A balance-sheet figure (at a date), not a flow over a period."""
     pattern: re.Pattern[str]
     ratio: tuple[str, str] | None = None
-    """A margin: (numerator, denominator) metric keys, divided period by period."""
+    """A derived figure: the two metric keys it is computed from, period by period."""
+    difference: bool = False
+    """Computed as the first less the second (free cash flow), not the first over it."""
 
 
 def _metric(
@@ -52,6 +54,9 @@ def _margin(key: str, label: str, numerator: str, words: str) -> Metric:
 # Order matters: the first pattern to match a stretch of text claims it ("earnings per
 # share" is EPS, not earnings; "operating income" is not net income).
 METRICS: tuple[Metric, ...] = (
+    Metric("free_cash_flow", "free cash flow", "free_cash_flow", (), "USD", False,
+           re.compile(r"free cash ?flows?|\bfcf\b", re.I), ("operating_cash_flow", "capex"),
+           difference=True),
     _margin("gross_margin", "gross margin", "gross_profit", r"gross margins?"),
     _margin("operating_margin", "operating margin", "operating_income",
             r"operating margins?|ebit margins?"),
@@ -90,7 +95,8 @@ METRICS: tuple[Metric, ...] = (
             r"(?:stock|share)[- ]based comp\w*|\bsbc\b"),
     _metric("operating_cash_flow", "operating cash flow", "operating_cash_flow",
             "NetCashProvidedByUsedInOperatingActivities", "USD", False,
-            r"operating cash flows?|cash flows? from operations|cash from operations"),
+            r"operating cash flows?|cash flows? from operations|\bcash\b(?: \w+){0,3} from "
+            r"operations|cash (?:generated|provided) by operations"),
     _metric("operating_income", "operating income", "operating_income",
             "OperatingIncomeLoss", "USD", False, r"operating (?:income|profit|loss)"),
     _metric("gross_profit", "gross profit", "gross_profit",

@@ -60,3 +60,7 @@ def test_grounding_check_catches_made_up_facts() -> None:
     assert ungrounded("Revenue of $416.2 billion at 2025-09-27.", facts) == []
     assert ungrounded("Gross margin 51.3%.", facts) == ["51.3%"]
     assert ungrounded("Revenue of $420.0 billion (FY2024).", facts) == ["FY2024", "$420.0 billion"]
+    flows = ['{"operating": 11497000000, "capex": 6482000000}']
+    fcf = "Free cash flow **$5.01 billion**: $11.5 billion less $6.48 billion."
+    assert ungrounded(fcf, flows) == []
+    assert ungrounded("Free cash flow $5.01 billion.", flows) == ["$5.01 billion"]  # no parts

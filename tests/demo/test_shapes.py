@@ -318,3 +318,29 @@ async def test_greeting_and_thanks_without_tools(demo_gateway: Client) -> None:
 async def test_singular_counts(demo_gateway: Client, toolset: Toolset) -> None:
     run = await grounded_run(demo_gateway, toolset, "Microsoft 10-K filings in 2024")
     assert "1 filing of form 10-K" in run.answer and "1 filings" not in run.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "facts"),
+    [
+        (
+            "Compare gross margin of Apple and NVIDIA",
+            ["46.9%", "71.1%", "FY2026, ended 2026-01-25"],
+        ),
+        ("Apple gross margin history", ["| FY2018 | 2018-09-29 | 38.3% |", "46.9%"]),
+        (
+            "Tesla free cash flow",
+            ["**$5.01 billion**", "less capital expenditures of $6.48 billion"],
+        ),
+        ("NVIDIA free cash flow", ["I can't compute the free cash flow", "through FY2012"]),
+    ],
+)
+async def test_figures_computed_from_two_facts(
+    demo_gateway: Client, toolset: Toolset, question: str, facts: list[str]
+) -> None:
+    """Margins across companies and years, and free cash flow, all from reported parts;
+    when the parts are not of the same period it says so instead of mixing periods."""
+    run = await grounded_run(demo_gateway, toolset, question)
+    assert set(run.turns_of(FACTS)) == {1}  # every part fetched at once, in parallel
+    for fact in facts:
+        assert fact in run.answer
