@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from bench import report
+from bench.case_cache import prompt_cache
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
 from bench.case_streams import many_streams
@@ -31,6 +32,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "parallel_tools": parallel_tools,
     "reattach": reattach,
     "shared": shared_state,
+    "prompt_cache": prompt_cache,
 }
 
 

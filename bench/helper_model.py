@@ -15,7 +15,7 @@ import anthropic
 import orjson
 
 from gateway.errors import UpstreamFailure
-from gateway.model import status_failure
+from gateway.providers.anthropic import status_failure
 from gateway.upstream import TurnTranslator
 
 # The gateway's read path yields SSE payload bytes where its translator takes them.

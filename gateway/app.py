@@ -2,38 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
-import anthropic
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Tracer
 
 from gateway import __version__, keys
+from gateway.errors import ValidationFailed
 from gateway.handlers import routes
-from gateway.health import UpstreamHealth
-from gateway.loop import LoopConfig, LoopDeps
+from gateway.loop import LoopDeps
 from gateway.metrics import Metrics
 from gateway.middleware import observe_requests
-from gateway.model import AnthropicModel, RetryPolicy
 from gateway.observe import RunObserver
+from gateway.planner import RunPlanner
 from gateway.redis_store import RedisStore
 from gateway.run import Run, RunRequest
 from gateway.runs import RunFactory, RunManager
 from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
 from gateway.toolset import ToolsetLike
-
-SYSTEM_PROMPT = """You are a financial research assistant. You answer questions about public \
-companies from SEC EDGAR filings and, when useful, the web, using the tools you are given. \
-Look things up rather than relying on memory; read the relevant filing section before \
-summarising it. In the answer, give figures with their units and periods, and cite the \
-filings you used (form, filing date, accession number or link). If the tools find nothing \
-or fail, say so plainly. Today's date is {today}."""
+from gateway.upstreams import Upstreams, open_upstreams
 
 
 def create_app(
@@ -48,14 +41,11 @@ def create_app(
     )
     app[keys.SETTINGS] = settings
     app[keys.METRICS] = metrics or Metrics()
-    app[keys.METRICS].build_info.labels(
-        __version__, settings.sdk_model, settings.upstream_kind
-    ).set(1)
+    app[keys.METRICS].build_info.labels(__version__, settings.model, settings.upstream_kind).set(1)
     # Without an injected provider nothing exports: spans keep their ids (for trace_id in
     # the events) but are not recorded.
     provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
-    app[keys.HEALTH] = UpstreamHealth()
     app[keys.STARTED_AT] = time.monotonic()
     app.cleanup_ctx.append(_tools_ctx(toolset))
     app.cleanup_ctx.append(_upstream_ctx)
@@ -87,63 +77,25 @@ def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
 
 
 async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The SDK client, pointed at the real API, a configured server, or the demo model."""
+    """The upstreams (the real API, a configured server, OpenAI-compatible, the demo
+    model), the run planner on the primary's model records, and the run manager."""
     settings = app[keys.SETTINGS]
-    demo_runner: web.AppRunner | None = None
-    base_url = settings.anthropic_base_url
-    if settings.upstream_kind == "demo":
-        from demo_model import create_demo_app
-
-        demo_app = create_demo_app(delay_s=settings.gateway_demo_pacing_ms / 1000)
-        demo_runner = web.AppRunner(demo_app, access_log=None)
-        await demo_runner.setup()
-        site = web.TCPSite(demo_runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = demo_runner.addresses[0][:2]
-        base_url = f"http://{host}:{port}"
-    client = anthropic.AsyncAnthropic(
-        api_key=settings.anthropic_api_key or "demo-no-key",
-        base_url=base_url,
-        max_retries=0,  # the gateway retries, and tells the client each time
-        timeout=settings.gateway_upstream_timeout_s,
-        http_client=anthropic.DefaultAioHttpClient(),
-        open_telemetry=False,  # the gateway's own `chat` span already covers the call
-    )
-    app[keys.UPSTREAM_URL] = str(client.base_url)
-    app[keys.RUNS] = _run_manager(app, AnthropicModel(client))
-    try:
-        await app[keys.RUNS].open()
-        yield
-    finally:
-        await app[keys.RUNS].shutdown()
-        await app[keys.RUNS].close()
-        await client.close()
-        if demo_runner is not None:
-            await demo_runner.cleanup()
+    async with open_upstreams(settings) as upstreams:
+        app[keys.UPSTREAMS] = upstreams
+        app[keys.PLANNER] = RunPlanner(settings, upstreams.catalog)
+        app[keys.RUNS] = _run_manager(app, upstreams)
+        try:
+            await app[keys.RUNS].open()
+            with contextlib.suppress(ValidationFailed):  # logged; each run gets the 400
+                await app[keys.PLANNER].record()
+            yield
+        finally:
+            await app[keys.RUNS].shutdown()
+            await app[keys.RUNS].close()
 
 
-def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
+def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
     settings = app[keys.SETTINGS]
-    retry = RetryPolicy(
-        max_retries=settings.gateway_upstream_max_retries,
-        max_total_wait_s=settings.gateway_upstream_max_retry_wait_s,
-    )
-    system = settings.sdk_system_prompt or SYSTEM_PROMPT.format(
-        today=datetime.now(UTC).date().isoformat()
-    )
-
-    def config(request: RunRequest) -> LoopConfig:
-        thinking = request.thinking_budget
-        return LoopConfig(
-            model=settings.sdk_model,
-            max_tokens=settings.sdk_max_tokens,
-            max_turns=request.max_turns or settings.sdk_max_turns,
-            system=system,
-            thinking_budget=settings.sdk_thinking_budget if thinking is None else thinking,
-            allowed_tools=request.tools,
-            upstream=settings.upstream_kind,
-            retry=retry,
-        )
 
     def deps(run: Run, request: RunRequest, endpoint: str, parent: object) -> LoopDeps:
         toolset = app[keys.TOOLSET]
@@ -153,21 +105,22 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
             run_id=run.id,
             session_id=run.session_id,
             endpoint=endpoint,
-            model=settings.sdk_model,
+            model=settings.model,
             tool_names=frozenset(toolset.registry.names()),
             parent=parent,  # type: ignore[arg-type]
             trace_content=settings.gateway_trace_content,
+            upstream=upstreams.providers[0].name,
+            on_upstream_result=upstreams.health.record,
         )
-        return LoopDeps(model, toolset.registry, observer, toolset.services)
+        return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
 
     sessions, shared = _stores(settings)
     return RunManager(
-        RunFactory(config, deps),
+        RunFactory(deps),
         sessions,
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
-        on_end=app[keys.HEALTH].record,
         shared=shared,
     )
 

@@ -8,8 +8,8 @@ oldest tenth is dropped, and a reader asking for those gets what is left.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from gateway.events import Event
 from gateway.sse import frame
 
 
@@ -28,7 +28,7 @@ class EventLog:
     def last_seq(self) -> int:
         return self.first_seq + len(self._frames) - 1
 
-    def append(self, event: dict[str, Any]) -> int:
+    def append(self, event: Event) -> int:
         if self.closed:
             raise RuntimeError("append to a closed event log")
         seq = self.first_seq + len(self._frames)

@@ -1,17 +1,17 @@
-"""The events a run produces, and `fold`, which turns them into the `/api/research` answer.
+"""The events a run produces: one typed union, every event built by a constructor here.
 
-Events are plain dicts (serialised once, with orjson, when they enter the run's log):
-a run relays thousands of them per second, and a model object per event would cost more
-than everything else the gateway does with it. Each constructor below documents one type;
-PROTOCOL.md is the full table. The log adds `run_id` and `seq` to every event.
+Events are plain dicts at run time (serialised once, with orjson, when they enter the
+run's log): a run relays thousands of them per second, and a model object per event would
+cost more than everything else the gateway does with it. The `TypedDict`s give mypy the
+shapes: a new event type is one class, one constructor and one `EventType` entry, and
+`fold` (gateway/fold.py) fails the type check until it handles it. PROTOCOL.md is the
+full table. The log adds `run_id` and `seq` to every event.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
-
-Event = dict[str, Any]
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 PROTOCOL_VERSION = 1
 USAGE_KEYS = (
@@ -44,6 +44,134 @@ OUTCOME_BY_STOP_REASON: dict[str, Outcome] = {
 ToolPhase = Literal[
     "tool_start", "tool_input_delta", "tool_use", "tool_executing", "tool_result", "tool_error"
 ]
+EventType = Literal[
+    "system_info", "turn_start", "thinking_start", "thinking", "thinking_signature",
+    "thinking_complete", "delta", "citation", "tool_call", "turn_complete", "warning",
+    "final", "error",
+]  # fmt: skip
+
+
+class _Stamped(TypedDict):
+    run_id: NotRequired[str]
+    """Added by the run's log."""
+    seq: NotRequired[int]
+    """Added by the run's log: 1, 2, 3, ... per run."""
+
+
+class SystemInfo(_Stamped):
+    type: Literal["system_info"]
+    message: str
+    model: str
+    timestamp: str
+    session_id: str
+    tools: int
+    upstream: str
+    protocol: int
+    trace_id: str | None
+
+
+class TurnStart(_Stamped):
+    type: Literal["turn_start"]
+    turn: int
+    max_turns: int
+
+
+class ThinkingStart(_Stamped):
+    type: Literal["thinking_start"]
+    turn: int
+
+
+class ThinkingDelta(_Stamped):
+    type: Literal["thinking"]
+    text: str
+
+
+class ThinkingSignature(_Stamped):
+    type: Literal["thinking_signature"]
+    signature: str
+
+
+class ThinkingComplete(_Stamped):
+    type: Literal["thinking_complete"]
+    turn: int
+
+
+class Delta(_Stamped):
+    type: Literal["delta"]
+    text: str
+
+
+class Citation(_Stamped):
+    type: Literal["citation"]
+    citation: dict[str, Any]
+    turn: int
+
+
+class ToolCall(_Stamped):
+    type: Literal["tool_call"]
+    phase: ToolPhase
+    tool: dict[str, Any]
+    turn: int
+    partial_json: NotRequired[str]
+    success: NotRequired[bool]
+    preview: NotRequired[str]
+    bytes: NotRequired[int]
+    truncated: NotRequired[bool]
+    error: NotRequired[str]
+    duration_ms: NotRequired[float | None]
+    server: NotRequired[bool]
+    """Run by the API itself (web search, web fetch), not by the gateway."""
+
+
+class TurnComplete(_Stamped):
+    type: Literal["turn_complete"]
+    turn: int
+    tool_count: int
+    stop_reason: str | None
+    usage: dict[str, int]
+    upstream: str
+
+
+class Warning(_Stamped):
+    type: Literal["warning"]
+    code: str
+    message: str
+    turns: int
+    attempt: NotRequired[int]
+    delay_s: NotRequired[float]
+    error_code: NotRequired[str]
+    upstream: NotRequired[str]
+    next_upstream: NotRequired[str]
+    dropped: NotRequired[list[str]]
+    model: NotRequired[str]
+
+
+class Final(_Stamped):
+    type: Literal["final"]
+    completed: str
+    model: str
+    run_id: str  # type: ignore[misc]  # always set on final, not only by the log
+    session_id: str
+    outcome: str
+    stop_reason: str | None
+    turns: int
+    tool_calls: int
+    duration_ms: float
+    usage: dict[str, int]
+    result: str
+    trace_id: str | None
+    structured: NotRequired[Any]
+
+
+class Error(_Stamped):
+    type: Literal["error"]
+    error: dict[str, Any]
+
+
+Event = (
+    SystemInfo | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
+    | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | Final | Error
+)  # fmt: skip
 
 
 def now_iso() -> str:
@@ -56,7 +184,7 @@ def empty_usage() -> dict[str, int]:
 
 def system_info(
     *, model: str, session_id: str, tools: int, upstream: str, trace_id: str | None
-) -> Event:
+) -> SystemInfo:
     """First event of every run."""
     return {
         "type": "system_info",
@@ -71,30 +199,62 @@ def system_info(
     }
 
 
-def turn_start(turn: int, max_turns: int) -> Event:
+def turn_start(turn: int, max_turns: int) -> TurnStart:
     """Before each model call."""
     return {"type": "turn_start", "turn": turn, "max_turns": max_turns}
 
 
-def tool_call(phase: ToolPhase, tool: dict[str, Any], turn: int, **fields: Any) -> Event:
-    """One phase of one tool call; `tool["id"]` ties the phases together."""
-    return {"type": "tool_call", "phase": phase, "tool": tool, "turn": turn, **fields}
+def thinking_start(turn: int) -> ThinkingStart:
+    return {"type": "thinking_start", "turn": turn}
 
 
-def turn_complete(turn: int, tool_count: int, stop_reason: str | None, usage: Event) -> Event:
-    """After each model call and its tools; `usage` is this call's."""
+def thinking(text: str) -> ThinkingDelta:
+    return {"type": "thinking", "text": text}
+
+
+def thinking_signature(signature: str) -> ThinkingSignature:
+    return {"type": "thinking_signature", "signature": signature}
+
+
+def thinking_complete(turn: int) -> ThinkingComplete:
+    return {"type": "thinking_complete", "turn": turn}
+
+
+def delta(text: str) -> Delta:
+    return {"type": "delta", "text": text}
+
+
+def citation(citation: dict[str, Any], turn: int) -> Citation:
+    """A citation the model attached to the text it is writing."""
+    return {"type": "citation", "citation": citation, "turn": turn}
+
+
+def tool_call(phase: ToolPhase, tool: dict[str, Any], turn: int, **fields: Any) -> ToolCall:
+    """One phase of one tool call; `tool["id"]` ties the phases together. `fields` are
+    the phase's own (see `ToolCall`)."""
+    return cast(
+        ToolCall, {"type": "tool_call", "phase": phase, "tool": tool, "turn": turn, **fields}
+    )
+
+
+def turn_complete(
+    turn: int, tool_count: int, stop_reason: str | None, usage: dict[str, int], upstream: str
+) -> TurnComplete:
+    """After each model call and its tools; `usage` is this call's, `upstream` who answered."""
     return {
         "type": "turn_complete",
         "turn": turn,
         "tool_count": tool_count,
         "stop_reason": stop_reason,
         "usage": usage,
+        "upstream": upstream,
     }
 
 
-def warning(code: str, message: str, turns: int, **fields: Any) -> Event:
-    """Something the client should know; the run goes on."""
-    return {"type": "warning", "code": code, "message": message, "turns": turns, **fields}
+def warning(code: str, message: str, turns: int, **fields: Any) -> Warning:
+    """Something the client should know; the run goes on. `fields` see `Warning`."""
+    event = {"type": "warning", "code": code, "message": message, "turns": turns, **fields}
+    return cast(Warning, event)
 
 
 def final(
@@ -107,13 +267,15 @@ def final(
     turns: int,
     tool_calls: int,
     duration_ms: float,
-    usage: Event,
+    usage: dict[str, int],
     result: str,
     trace_id: str | None,
-) -> Event:
+    structured: Any = None,
+) -> Final:
     """Last event of a run that did not fail. `result` is the run's text blocks, each
-    turn's text joined with a blank line: the answer as a reader of the stream saw it."""
-    return {
+    turn's text joined with a blank line: the answer as a reader of the stream saw it; with
+    an `output_format`, it is the final answer's JSON text and `structured` its value."""
+    event: Final = {
         "type": "final",
         "completed": now_iso(),
         "model": model,
@@ -128,70 +290,11 @@ def final(
         "result": result,
         "trace_id": trace_id,
     }
+    if structured is not None:
+        event["structured"] = structured
+    return event
 
 
-def error(body: Event) -> Event:
+def error(body: dict[str, Any]) -> Error:
     """Last event of a run that failed; `body` is the error JSON of PROTOCOL."""
     return {"type": "error", "error": body}
-
-
-def fold(stream: list[Event]) -> Event:
-    """The `/api/research` answer (Node shape, filled in) from a run's events."""
-    text: list[str] = []
-    thinking: list[dict[str, Any]] = []
-    calls: dict[str, dict[str, Any]] = {}
-    result: Event = {"text": "", "thinkingBlocks": thinking, "signatures": [], "citations": []}
-    for event in stream:
-        kind = event["type"]
-        if kind == "delta":
-            text.append(event["text"])
-        elif kind == "thinking_start":
-            thinking.append({"thinking": "", "signature": None})
-        elif kind == "thinking" and thinking:
-            thinking[-1]["thinking"] += event["text"]
-        elif kind == "thinking_signature" and thinking:
-            thinking[-1]["signature"] = event["signature"]
-            result["signatures"].append(event["signature"])
-        elif kind == "tool_call":
-            _fold_tool_call(calls, event)
-        elif kind == "system_info":
-            result.update(model=event["model"], session_id=event["session_id"])
-        elif kind in TERMINAL_TYPES:
-            result.update(_fold_terminal(event))
-    result["toolCalls"] = list(calls.values())
-    if "outcome" not in result:  # no final event: the text as it streamed
-        result["text"] = "".join(text)
-    return result
-
-
-def _fold_tool_call(calls: dict[str, dict[str, Any]], event: Event) -> None:
-    tool = event["tool"]
-    call = calls.setdefault(tool["id"], {"id": tool["id"], "name": tool.get("name")})
-    phase = event["phase"]
-    if phase in ("tool_use", "tool_executing"):
-        call["input"] = tool["input"]
-    elif phase == "tool_result":
-        call["result"] = {
-            "content": event["preview"],
-            "is_error": False,
-            "bytes": event["bytes"],
-            "truncated": event["truncated"],
-        }
-        call["duration_ms"] = event["duration_ms"]
-    elif phase == "tool_error":
-        call["result"] = {"content": event["error"], "is_error": True}
-        call["duration_ms"] = event["duration_ms"]
-
-
-def _fold_terminal(event: Event) -> Event:
-    if event["type"] == "error":
-        return {"error": event["error"]}
-    keys = ("run_id", "session_id", "model", "outcome", "stop_reason", "turns", "usage")
-    folded = {key: event[key] for key in keys}
-    folded.update(
-        text=event["result"],
-        duration_ms=event["duration_ms"],
-        tool_call_count=event["tool_calls"],
-        trace_id=event.get("trace_id"),
-    )
-    return folded

@@ -14,8 +14,9 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import __version__, events, keys, sse
+from gateway import __version__, keys, sse
 from gateway.errors import GatewayError, ValidationFailed
+from gateway.fold import fold
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
 
@@ -29,23 +30,24 @@ def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
-def _start(request: web.Request, data: object, endpoint: str) -> Run:
+async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     app = request.app
     toolset = app[keys.TOOLSET]
     run_request = parse_run_request(
         data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
     )
+    config = await app[keys.PLANNER].config(run_request)  # a 400 for what the model can't do
     # The request's server span (made current by the middleware) is the run's parent.
-    return app[keys.RUNS].start(run_request, endpoint, otel_context.get_current())
+    return app[keys.RUNS].start(run_request, config, endpoint, otel_context.get_current())
 
 
 async def stream_post(request: web.Request) -> web.StreamResponse:
-    run = _start(request, await read_json_body(request), "stream")
+    run = await _start(request, await read_json_body(request), "stream")
     return await stream_log(request, run, after=0)
 
 
 async def stream_get(request: web.Request) -> web.StreamResponse:
-    run = _start(request, body_from_query(request.query), "stream")
+    run = await _start(request, body_from_query(request.query), "stream")
     return await stream_log(request, run, after=0)
 
 
@@ -126,7 +128,7 @@ async def stream_shared(
 
 
 async def research(request: web.Request) -> web.Response:
-    run = _start(request, await read_json_body(request), "research")
+    run = await _start(request, await read_json_body(request), "research")
     run.attach()
     try:
         if run.task is not None:  # shielded: this client leaving is the grace timer's call
@@ -134,7 +136,7 @@ async def research(request: web.Request) -> web.Response:
     finally:
         run.detach()
     collected = sse.parse_frames(b"".join(run.log.since(0)))
-    result = events.fold(collected)
+    result = fold(collected)
     if "error" in result:
         error = result["error"]
         status = GatewayError(error["code"], error["message"]).status
@@ -163,21 +165,36 @@ async def list_tools(request: web.Request) -> web.Response:
 async def health(request: web.Request) -> web.Response:
     app = request.app
     settings = app[keys.SETTINGS]
-    upstream = app[keys.HEALTH]
+    upstreams = app[keys.UPSTREAMS]
+    health = upstreams.health
+    primary = health.primary
     toolset = app[keys.TOOLSET]
     body = {
-        "ok": not upstream.degraded,
-        "status": "degraded" if upstream.degraded else "healthy",
+        "ok": not health.degraded,
+        "status": "degraded" if health.degraded else "healthy",
         "version": __version__,
-        "model": settings.sdk_model,
+        "model": settings.model,
+        "model_record": _model_health(app),
         "upstream": settings.upstream_kind,
-        "upstream_consecutive_failures": upstream.consecutive_failures,
-        "upstream_last_error": upstream.last_error,
+        "upstream_consecutive_failures": primary.consecutive_failures,
+        "upstream_last_error": primary.last_error,
+        "upstreams": [
+            {"name": p.name, "model": p.model, "url": upstreams.urls[p.name],
+             **health.by_name[p.name].report()}
+            for p in upstreams.providers
+        ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
         "active_runs": len(app[keys.RUNS].active()),
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
-    }
-    return json_response(body, 503 if upstream.degraded else 200)
+    }  # fmt: skip
+    return json_response(body, 503 if health.degraded else 200)
+
+
+def _model_health(app: web.Application) -> dict[str, object] | None:
+    """The model as the Models API described it (None before it was first read)."""
+    planner = app[keys.PLANNER]
+    record = planner.catalog.cached(planner.settings.model)
+    return record.health() if record is not None else None
 
 
 async def metrics(request: web.Request) -> web.Response:

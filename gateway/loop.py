@@ -6,39 +6,41 @@ nothing of HTTP. The run driver (runs.py) turns its end into the terminal event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import events
 from gateway.events import Event, Outcome
-from gateway.model import ModelClient, RetryPolicy, stream_turn
 from gateway.observe import RunObserver
-from gateway.upstream import TurnTranslator
+from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.providers.seam import RetryPolicy, call_model
+from gateway.shaping import CallPlan, today_text
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
 PREVIEW_CHARS = 2_000
 DOOM_LOOP_REPEATS = 3
+MAX_PAUSES = 5  # `pause_turn` continuations allowed beyond the model calls of the tool rounds
 
 
 @dataclass(frozen=True)
 class LoopConfig:
     """What every model call of a run shares."""
 
-    model: str
-    max_tokens: int
+    plan: CallPlan
     max_turns: int
+    """Tool rounds: the tools of the last round run, then one call that may not use tools."""
     system: str | None = None
-    thinking_budget: int = 0
+    date: str = field(default_factory=today_text)
     allowed_tools: frozenset[str] | None = None
-    upstream: str = "anthropic"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass
 class LoopDeps:
-    model: ModelClient
+    upstreams: Sequence[Provider]
+    """The providers in fallback order: the first answers unless it fails."""
     registry: ToolRegistry
     observer: RunObserver
     services: dict[str, Any] = field(default_factory=dict)
@@ -53,104 +55,146 @@ class RunState:
     session_id: str
     messages: list[dict[str, Any]]
     turns: int = 0
+    rounds: int = 0
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=events.empty_usage)
     texts: list[str] = field(default_factory=list)
+    last_texts: list[str] = field(default_factory=list)
+    context_tokens: int = 0
     stop_reason: str | None = None
     outcome: Outcome | None = None
+    wrap_up: Outcome | None = None
     response_model: str | None = None
     last_calls: tuple[str, ...] = ()
     repeats: int = 0
-    current: TurnTranslator | None = None
+    current: Turn | None = None
+    dropped_warned: set[str] = field(default_factory=set)
 
     def answer(self) -> str:
         """The run's text as a reader of the stream saw it, even if cut off mid-turn."""
         texts = self.texts if self.current is None else [*self.texts, *self.current.partial_texts()]
         return "\n\n".join(texts)
 
-    def add_turn(self, turn: TurnTranslator) -> None:
+    def add_turn(self, turn: Turn) -> None:
         self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
         self.stop_reason = turn.stop_reason
         self.response_model = turn.model or self.response_model
         self.texts.extend(turn.texts)
+        self.last_texts = turn.texts
+        # The conversation so far, as the model counted it: the next call's input at least.
+        self.context_tokens = sum(turn.usage.values())
         for key, value in turn.usage.items():
             self.usage[key] += value
 
 
 async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
     """Yields every event of the run except the terminal one; sets `state.outcome`."""
+    plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
     yield events.system_info(
-        model=config.model,
+        model=plan.model,
         session_id=state.session_id,
-        tools=len(tools),
-        upstream=config.upstream,
+        tools=len(tools) + len(plan.server_tools),
+        upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )
-    wrap_up: Outcome | None = None
+    for notice in plan.notices:
+        yield notice.copy()  # the log stamps each event it takes
     while True:
+        if _context_full(plan, state):
+            state.outcome = "context_exceeded"
+            return
         state.turns += 1
         yield events.turn_start(state.turns, config.max_turns)
-        turn = state.current = TurnTranslator(state.turns)
-        params = request_params(config, state.messages, tools, tools_off=wrap_up is not None)
-        with deps.observer.model_call(state.turns, params) as call:
-            async for event in stream_turn(deps.model, params, turn, config.retry, call.retry):
+        call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
+        with deps.observer.model_call(state.turns, call) as span:
+            hooks = span.hooks(state)
+            async for event in call_model(deps.upstreams, call, state.turns, config.retry, hooks):
                 yield event
-            call.finish(turn)
+            turn = span.finish()
         state.add_turn(turn)
         complete = events.turn_complete(
-            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage
+            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage, span.upstream
         )
-        if turn.stop_reason == "tool_use" and turn.tool_uses and wrap_up is None:
-            wrap_up = _limit_reached(config, state, turn)
-            if wrap_up is not None:
-                yield _wrap_up_warning(wrap_up, state.turns)
-                deps.observer.wrap_up(wrap_up)
-            results: list[dict[str, Any]] = []
-            async for event in _answer_tools(turn, deps, state, results, run=wrap_up is None):
+        if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
+            async for event in _tool_round(config, deps, state, turn):
                 yield event
-            state.messages.append({"role": "user", "content": results})
             yield complete
             continue
         yield complete
-        if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns:
+        if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns + MAX_PAUSES:
             continue
-        state.outcome = wrap_up or events.OUTCOME_BY_STOP_REASON.get(
+        state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
             turn.stop_reason or "", "completed"
         )
         return
 
 
-def request_params(
+def model_call(
     config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool = False,
-) -> dict[str, Any]:  # fmt: skip
-    """The Messages API request body for the next call (the SDK adds `stream`)."""
-    params: dict[str, Any] = {
-        "model": config.model,
-        "max_tokens": config.max_tokens,
-        "messages": messages,
-    }
-    if config.system:
-        params["system"] = config.system
-    if tools:
-        params["tools"] = tools
+    tools_off: bool,
+) -> ModelCall:  # fmt: skip
+    """The next call in canonical form; each provider writes its own request from it."""
+    plan = config.plan
+    return ModelCall(
+        model=plan.model,
+        max_tokens=plan.max_tokens,
+        messages=messages,
+        system=config.system,
+        tools=tools,
         # The wrap-up call keeps the definitions (the history mentions the tools) but
         # may not use them, so the client still gets an answer.
-        params["tool_choice"] = {"type": "none" if tools_off else "auto"}
-    if config.thinking_budget:
-        params["thinking"] = {"type": "enabled", "budget_tokens": config.thinking_budget}
-    return params
+        tool_choice="none" if tools_off else "auto",
+        output_schema=plan.output_schema,
+        system_suffix=config.date,
+        thinking=plan.thinking,
+        effort=plan.effort,
+        server_tools=plan.server_tools,
+        cache=plan.cache,
+    )
 
 
-def _limit_reached(config: LoopConfig, state: RunState, turn: TurnTranslator) -> Outcome | None:
+async def _tool_round(
+    config: LoopConfig, deps: LoopDeps, state: RunState, turn: Turn
+) -> AsyncIterator[Event]:
+    """Run one round of tools and append their results, with the budget note, as the next
+    user message; past the last round, the next call wraps up without tools."""
+    state.rounds += 1
+    state.wrap_up = _limit_reached(config, state, turn)
+    if state.wrap_up is not None:
+        yield _wrap_up_warning(state.wrap_up, state.turns)
+        deps.observer.wrap_up(state.wrap_up)
+    results: list[dict[str, Any]] = []
+    run = state.wrap_up != "doom_loop"  # the same calls again would answer nothing new
+    async for event in _answer_tools(turn, deps, state, results, run=run):
+        yield event
+    results.append(budget_note(state.rounds, config.max_turns, state.wrap_up))
+    state.messages.append({"role": "user", "content": results})
+
+
+def budget_note(rounds: int, max_turns: int, wrap_up: Outcome | None) -> dict[str, Any]:
+    """The text block that ends every tool-results message: the model's remaining budget."""
+    done = f"Tool round {rounds} of {max_turns} is done"
+    left = max_turns - rounds
+    if wrap_up is not None:
+        text = f"{done}; no tool rounds are left: answer now from what you have."
+    else:
+        text = f"{done}; {left} round{'s' if left != 1 else ''} left."
+    return {"type": "text", "text": text}
+
+
+def _context_full(plan: CallPlan, state: RunState) -> bool:
+    return bool(plan.context_window) and state.context_tokens >= (plan.context_window or 0)
+
+
+def _limit_reached(config: LoopConfig, state: RunState, turn: Turn) -> Outcome | None:
     calls = tuple(sorted(f"{u['name']}:{u['input']}" for u in turn.tool_uses))
     state.repeats = state.repeats + 1 if calls == state.last_calls else 1
     state.last_calls = calls
     if state.repeats >= DOOM_LOOP_REPEATS:
         return "doom_loop"
-    if state.turns >= config.max_turns:
+    if state.rounds >= config.max_turns:
         return "max_turns"
     return None
 
@@ -163,17 +207,18 @@ def _wrap_up_warning(reason: Outcome, turns: int) -> Event:
 
 
 async def _answer_tools(
-    turn: TurnTranslator, deps: LoopDeps, state: RunState, results: list[dict[str, Any]],
+    turn: Turn, deps: LoopDeps, state: RunState, results: list[dict[str, Any]],
     *, run: bool,
 ) -> AsyncIterator[Event]:  # fmt: skip
     """Fill `results` with one `tool_result` per `tool_use`, in order; run them concurrently
-    (or answer each with "not run" when the loop is wrapping up), relaying their events."""
+    (or answer each with "not run" when the model is repeating itself), relaying their
+    events."""
     results.extend({} for _ in turn.tool_uses)
     pending: list[tuple[int, dict[str, Any]]] = []
     for index, use in enumerate(turn.tool_uses):
         reason = turn.input_errors.get(use["id"])
         if not run:
-            reason = "Not run: the turn limit was reached. Answer with what you have."
+            reason = "Not run: the same calls were asked for again. Answer with what you have."
         if reason is None:
             pending.append((index, use))
             continue

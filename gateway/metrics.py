@@ -46,19 +46,21 @@ class Metrics:
             "claude_errors_total", "Errors answered to clients, by code and route template.",
             ["code", "path"], registry=r,
         )  # fmt: skip
+        # Tokens by the model that answered and the upstream it answered on.
         self.tokens_input = Counter(
-            "claude_tokens_input_total", "Input tokens billed.", ["model"], registry=r
+            "claude_tokens_input_total", "Input tokens billed.", ["model", "upstream"], registry=r
         )
         self.tokens_output = Counter(
-            "claude_tokens_output_total", "Output tokens billed.", ["model"], registry=r
-        )
+            "claude_tokens_output_total", "Output tokens billed.", ["model", "upstream"],
+            registry=r,
+        )  # fmt: skip
         self.cache_read_tokens = Counter(
             "claude_cache_read_tokens_total", "Input tokens read from the prompt cache.",
-            ["model"], registry=r,
+            ["model", "upstream"], registry=r,
         )  # fmt: skip
         self.cache_creation_tokens = Counter(
             "claude_cache_creation_tokens_total", "Input tokens written to the prompt cache.",
-            ["model"], registry=r,
+            ["model", "upstream"], registry=r,
         )  # fmt: skip
         # The loop.
         self.stream_turns = Histogram(
@@ -95,11 +97,16 @@ class Metrics:
         )  # fmt: skip
         self.upstream_retries = Counter(
             "sdk_upstream_retries_total", "Upstream calls retried, by reason.",
-            ["reason"], registry=r,
+            ["reason", "upstream"], registry=r,
         )  # fmt: skip
         self.upstream_errors = Counter(
             "sdk_upstream_errors_total", "Runs ended by an upstream failure, by code.",
-            ["code"], registry=r,
+            ["code", "upstream"], registry=r,
+        )  # fmt: skip
+        self.upstream_fallbacks = Counter(
+            "sdk_upstream_fallbacks_total",
+            "Model calls handed to the next upstream after this one failed.",
+            ["upstream", "code"], registry=r,
         )  # fmt: skip
         self.runs_started = Counter(
             "sdk_runs_started_total", "Runs started, by endpoint.", ["endpoint"], registry=r

@@ -6,7 +6,7 @@ makes one-line calls and never touches either API.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,38 +15,53 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from gateway import events
 from gateway.errors import UpstreamFailure
-from gateway.events import Event
 from gateway.health import UPSTREAM_CODES
 from gateway.metrics import Metrics
-from gateway.upstream import TurnTranslator
+from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.providers.seam import CallHooks
 from tools.registry import ToolOutcome
 
-PROVIDER = "anthropic"
 ROUTE_BY_ENDPOINT = {"stream": "/api/stream", "research": "/api/research"}
 
 
-class ModelCall:
-    """The `chat {model}` span of one model call, and its retries."""
+class CallSpan:
+    """The `chat {model}` span of one model call: its retries, fallbacks and tokens."""
 
-    def __init__(self, span: Span, metrics: Metrics, turn: int) -> None:
+    def __init__(self, span: Span, metrics: Metrics, observer: RunObserver) -> None:
         self.span = span
         self.retries = 0
+        self.turn: Turn | None = None
+        self.upstream = ""
         self._metrics = metrics
-        self._turn = turn
+        self._observer = observer
 
-    def retry(self, failure: UpstreamFailure, attempt: int, delay_s: float) -> Event:
+    def hooks(self, state: Any) -> CallHooks:
+        """What the seam reports back: the turn in use (kept on `state.current` so a run
+        cut off mid-turn still has its text), each retry, each failure."""
+
+        def on_turn(turn: Turn, provider: Provider) -> None:
+            self.turn = state.current = turn
+            self.upstream = self._observer.upstream = provider.name
+            self.span.set_attribute("gen_ai.provider.name", provider.name)
+
+        return CallHooks(on_turn, self._retried, self._failed, warned=state.dropped_warned)
+
+    def _retried(self, failure: UpstreamFailure, upstream: str) -> None:
         self.retries += 1
-        self._metrics.upstream_retries.labels(failure.code).inc()
-        self.span.add_event("retry", {"error.type": failure.code, "attempt": attempt})
-        message = f"Upstream {failure.code}: {failure.message}. Retry {attempt} in {delay_s:.1f} s"
-        return events.warning(
-            "upstream_retry", message, self._turn, attempt=attempt, delay_s=round(delay_s, 3),
-            error_code=failure.code,
-        )  # fmt: skip
+        self._metrics.upstream_retries.labels(failure.code, upstream).inc()
+        self.span.add_event("retry", {"error.type": failure.code, "upstream": upstream})
 
-    def finish(self, turn: TurnTranslator) -> None:
+    def _failed(self, failure: UpstreamFailure, upstream: str, fallback: bool) -> None:
+        self._observer.upstream_result(upstream, failure.code)
+        if fallback:
+            self._metrics.upstream_fallbacks.labels(upstream, failure.code).inc()
+        self.span.add_event("upstream_failed", {"error.type": failure.code, "upstream": upstream})
+
+    def finish(self) -> Turn:
+        """The turn that answered, its usage recorded on the span and the counters."""
+        turn = self.turn
+        assert turn is not None, "the seam announces a turn before it streams"
         usage = turn.usage
         cache_read = usage.get("cache_read_input_tokens", 0)
         cache_creation = usage.get("cache_creation_input_tokens", 0)
@@ -58,11 +73,15 @@ class ModelCall:
             "gen_ai.usage.cache_read.input_tokens": cache_read,
             "gen_ai.usage.cache_creation.input_tokens": cache_creation,
         }
-        if turn.message_id:
-            attributes["gen_ai.response.id"] = turn.message_id
+        message_id = getattr(turn, "message_id", None)
+        if message_id:
+            attributes["gen_ai.response.id"] = message_id
         if turn.model:
             attributes["gen_ai.response.model"] = turn.model
         self.span.set_attributes(attributes)
+        self._observer.count_tokens(turn.model or self._observer.model, self.upstream, usage)
+        self._observer.upstream_result(self.upstream, None)
+        return turn
 
 
 class ToolSpan:
@@ -95,8 +114,13 @@ class RunObserver:
         tool_names: frozenset[str],
         parent: Context | None = None,
         trace_content: bool = False,
+        upstream: str = "anthropic",
+        on_upstream_result: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self.metrics = metrics
+        self.upstream = upstream
+        """The upstream of the latest model call (the first configured one before any)."""
+        self.on_upstream_result = on_upstream_result
         self.endpoint = endpoint
         self.model = model
         self.trace_content = trace_content
@@ -110,7 +134,7 @@ class RunObserver:
             kind=SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.provider.name": PROVIDER,
+                "gen_ai.provider.name": upstream,
                 "gen_ai.agent.name": "research-gateway",
                 "gen_ai.request.model": model,
                 "gen_ai.conversation.id": session_id,
@@ -125,27 +149,27 @@ class RunObserver:
         metrics.runs_started.labels(endpoint).inc()
 
     @contextmanager
-    def model_call(self, turn: int, params: dict[str, Any]) -> Iterator[ModelCall]:
+    def model_call(self, turn: int, call: ModelCall) -> Iterator[CallSpan]:
         span = self._tracer.start_span(
-            f"chat {params['model']}",
+            f"chat {call.model}",
             context=self._context,
             kind=SpanKind.CLIENT,
             attributes={
                 "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": PROVIDER,
-                "gen_ai.request.model": params["model"],
-                "gen_ai.request.max_tokens": params["max_tokens"],
+                "gen_ai.provider.name": self.upstream,
+                "gen_ai.request.model": call.model,
+                "gen_ai.request.max_tokens": call.max_tokens,
                 "gateway.turn": turn,
             },
         )
-        call = ModelCall(span, self.metrics, turn)
+        watch = CallSpan(span, self.metrics, self)
         try:
-            yield call
+            yield watch
         except BaseException as exc:
             _record_error(span, exc)
             raise
         finally:
-            span.set_attribute("gateway.retries", call.retries)
+            span.set_attribute("gateway.retries", watch.retries)
             span.end()
 
     @contextmanager
@@ -190,6 +214,19 @@ class RunObserver:
         if reason == "max_turns":
             self.metrics.max_turns_reached.inc()
 
+    def count_tokens(self, model: str, upstream: str, usage: dict[str, int]) -> None:
+        m = self.metrics
+        m.tokens_input.labels(model, upstream).inc(usage.get("input_tokens", 0))
+        m.tokens_output.labels(model, upstream).inc(usage.get("output_tokens", 0))
+        m.cache_read_tokens.labels(model, upstream).inc(usage.get("cache_read_input_tokens", 0))
+        created = usage.get("cache_creation_input_tokens", 0)
+        m.cache_creation_tokens.labels(model, upstream).inc(created)
+
+    def upstream_result(self, upstream: str, code: str | None) -> None:
+        """A model call answered on `upstream` (None) or failed there after its retries."""
+        if self.on_upstream_result is not None:
+            self.on_upstream_result(upstream, code)
+
     def first_event(self) -> None:
         if not self._first_event_seen:
             self._first_event_seen = True
@@ -205,15 +242,11 @@ class RunObserver:
         m.run_duration_s.labels(self.endpoint).observe(elapsed)
         m.stream_duration_ms.labels(self.model).observe(elapsed * 1000)
         m.stream_turns.observe(turns)
-        m.tokens_input.labels(self.model).inc(usage["input_tokens"])
-        m.tokens_output.labels(self.model).inc(usage["output_tokens"])
-        m.cache_read_tokens.labels(self.model).inc(usage["cache_read_input_tokens"])
-        m.cache_creation_tokens.labels(self.model).inc(usage["cache_creation_input_tokens"])
         self.span.set_attribute("gateway.outcome", outcome)
         self.span.set_attribute("gateway.turns", turns)
         if failed:
             if outcome in UPSTREAM_CODES:
-                m.upstream_errors.labels(outcome).inc()
+                m.upstream_errors.labels(outcome, self.upstream).inc()
             m.errors.labels(outcome, ROUTE_BY_ENDPOINT.get(self.endpoint, self.endpoint)).inc()
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)

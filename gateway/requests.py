@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from aiohttp import web
@@ -13,8 +13,21 @@ from gateway.run import RunRequest
 from gateway.sessions import history_problem
 from gateway.settings import Settings
 
-DEFAULT_THINKING_BUDGET = 8_192
 MIN_THINKING_BUDGET = 1_024
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+class OutputFormat(BaseModel):
+    """Ask for the final answer as JSON valid against a schema."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    type: Literal["json_schema"]
+    json_schema: dict[str, Any] = Field(alias="schema")
+    """A JSON schema (an object) the answer must satisfy."""
+
+    def to_api(self) -> dict[str, Any]:
+        return {"type": "json_schema", "schema": self.json_schema}
 
 
 class RunBody(BaseModel):
@@ -29,11 +42,15 @@ class RunBody(BaseModel):
     sessionId: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
     """Continue an earlier conversation."""
     max_turns: int | None = Field(None, ge=1, le=100)
-    """Model calls allowed before the wrap-up."""
+    """Tool rounds allowed; the last round's tools run, then one call answers without tools."""
     tools: list[str] | None = Field(None, max_length=100)
     """Allow-list of tool names for this run."""
-    thinking: bool | int | None = None
-    """Extended thinking budget in tokens (>= 1024), or true for the default."""
+    thinking: bool | int | Literal["adaptive", "off", "on"] | None = None
+    """"adaptive", "off", true (the model's own form), or a budget in tokens (>= 1024)."""
+    effort: Effort | None = None
+    """How much effort the model spends, where the model supports effort."""
+    output_format: OutputFormat | None = None
+    """The final answer as JSON valid against `schema`, where the model supports it."""
 
 
 async def read_json_body(request: web.Request) -> Any:
@@ -60,8 +77,12 @@ def body_from_query(params: Any) -> dict[str, Any]:
         value = params["thinking"].lower()
         if value in ("true", "false"):
             body["thinking"] = value == "true"
+        elif value in ("adaptive", "off", "on"):
+            body["thinking"] = value
         else:
             body["thinking"] = _int_param("thinking", value)
+    if "effort" in params:
+        body["effort"] = params["effort"]
     return body
 
 
@@ -92,7 +113,9 @@ def parse_run_request(
         replace_history=body.messages is not None,
         max_turns=body.max_turns,
         tools=_tools(body, tool_names),
-        thinking_budget=_thinking(body, settings),
+        thinking=_thinking(body),
+        effort=body.effort,
+        output_format=body.output_format.to_api() if body.output_format else None,
         request_id=request_id,
     )
 
@@ -120,22 +143,15 @@ def _tools(body: RunBody, tool_names: list[str]) -> frozenset[str] | None:
     return frozenset(body.tools)
 
 
-def _thinking(body: RunBody, settings: Settings) -> int | None:
+def _thinking(body: RunBody) -> str | int | None:
+    """The request's thinking choice; what the model can take is checked against its record."""
     thinking = body.thinking
-    if thinking is None:
-        return None
-    if thinking is False:
-        return 0
-    budget = (
-        (settings.sdk_thinking_budget or DEFAULT_THINKING_BUDGET) if thinking is True else thinking
-    )
-    if budget < MIN_THINKING_BUDGET:
+    if thinking is None or isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, bool):
+        return "on" if thinking else "off"
+    if thinking < MIN_THINKING_BUDGET:
         raise ValidationFailed(
             f"thinking must be at least {MIN_THINKING_BUDGET} tokens", {"field": "thinking"}
         )
-    if budget >= settings.sdk_max_tokens:
-        raise ValidationFailed(
-            f"thinking must be below the max_tokens of {settings.sdk_max_tokens}",
-            {"field": "thinking"},
-        )
-    return budget
+    return thinking

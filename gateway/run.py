@@ -26,7 +26,10 @@ class RunRequest:
     replace_history: bool = False
     max_turns: int | None = None
     tools: frozenset[str] | None = None
-    thinking_budget: int | None = None
+    thinking: str | int | None = None
+    """"off", "adaptive", "on" or a budget; None: the configured default."""
+    effort: str | None = None
+    output_format: dict[str, Any] | None = None
     request_id: str = ""
 
 

@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
@@ -38,7 +40,6 @@ log = logging.getLogger(__name__)
 class RunFactory:
     """What the manager needs to make each run's loop dependencies and observer."""
 
-    config: Callable[[RunRequest], LoopConfig]
     deps: Callable[[Run, RunRequest, str, Any], LoopDeps]
 
 
@@ -92,7 +93,9 @@ class RunManager:
             return run.cancel("cancelled")
         return None if self.shared is None else await self.shared.cancel(run_id)
 
-    def start(self, request: RunRequest, endpoint: str, parent: Any = None) -> Run:
+    def start(
+        self, request: RunRequest, config: LoopConfig, endpoint: str, parent: Any = None
+    ) -> Run:
         self._expire_finished()
         run_id = f"run_{uuid.uuid4().hex}"
         session_id = request.session_id or f"sess_{uuid.uuid4().hex}"
@@ -100,7 +103,6 @@ class RunManager:
         elsewhere = None if shared is None else (lambda: shared.readers(run_id))
         run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s, elsewhere)
         state = RunState(run_id, session_id, list(request.messages))
-        config = self._factory.config(request)
         deps = self._factory.deps(run, request, endpoint, parent)
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
@@ -131,6 +133,7 @@ class RunManager:
     ) -> None:
         observer = deps.observer
         failed = loaded = False
+        terminal: Event
         try:
             if not request.replace_history:  # here, not in start: a store may need a trip
                 state.messages[:0] = await self.sessions.get(run.session_id)
@@ -180,8 +183,11 @@ def _final(
     run: Run, config: LoopConfig, state: RunState, outcome: str, duration_ms: float,
     trace_id: str | None,
 ) -> Event:  # fmt: skip
+    result, structured = state.answer(), None
+    if config.plan.structured and state.outcome is not None:
+        result, structured = structured_answer(state.last_texts)
     return events.final(
-        model=state.response_model or config.model,
+        model=state.response_model or config.plan.model,
         run_id=run.id,
         session_id=run.session_id,
         outcome=outcome,  # type: ignore[arg-type]
@@ -190,6 +196,17 @@ def _final(
         tool_calls=state.tool_calls,
         duration_ms=duration_ms,
         usage=dict(state.usage),
-        result=state.answer(),
+        result=result,
         trace_id=trace_id,
+        structured=structured,
     )
+
+
+def structured_answer(texts: list[str]) -> tuple[str, Any]:
+    """The final answer's JSON text and its value (None if it is not JSON, e.g. a refusal
+    or an answer cut off by max_tokens)."""
+    text = "".join(texts)
+    try:
+        return text, orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text, None

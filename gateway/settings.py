@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.config import ToolsConfig
 
-DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
+DEFAULT_MODEL = "claude-sonnet-5"
+DEMO_MODEL = "demo"
+SERVER_TOOLS = ("web_search", "web_fetch")
+UpstreamKind = Literal["anthropic", "openai", "demo"]
 
 
 class Settings(BaseSettings):
@@ -27,14 +30,31 @@ class Settings(BaseSettings):
 
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
-    gateway_upstream: Literal["anthropic", "demo"] | None = None
+    gateway_upstream: UpstreamKind | None = None
     """None: `anthropic` when a key is set, else the built-in `demo` model."""
+
+    openai_base_url: str | None = None
+    """An OpenAI-compatible server (OpenRouter, vLLM, Ollama, LiteLLM, Azure); None: OpenAI."""
+    openai_api_key: str | None = None
+    openai_model: str | None = None
+    """The model an `openai` upstream is asked for; it must be set to use one."""
+    gateway_fallback_upstreams: Annotated[tuple[UpstreamKind, ...], NoDecode] = ()
+    """Upstreams to hand a model call to, in order, when the one before failed it."""
 
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
     sdk_max_turns: int = Field(10, ge=1, le=100)
+    sdk_thinking: Literal["off", "adaptive", "on"] = "off"
+    """Default thinking: `on` is the model's own form (adaptive where it has it)."""
+    sdk_effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    """Default effort; None: the model's own default."""
     sdk_thinking_budget: int = Field(0, ge=0)
+    """A budget > 0 turns thinking on; the budget form goes only to models that take it."""
     sdk_system_prompt: str | None = None
+    gateway_prompt_cache: bool = True
+    """Cache tool definitions, the system prompt and each call's history prefix."""
+    anthropic_server_tools: Annotated[tuple[str, ...], NoDecode] = ()
+    """The Messages API's own tools to offer (`web_search`, `web_fetch`)."""
 
     gateway_tool_timeout_s: float = Field(30.0, gt=0)
     gateway_tool_result_max_chars: int = Field(100_000, ge=1_000)
@@ -62,7 +82,8 @@ class Settings(BaseSettings):
     sec_www_url: str = ToolsConfig.sec_www_url
     sec_data_url: str = ToolsConfig.sec_data_url
     sec_efts_url: str = ToolsConfig.sec_efts_url
-    search_backend: Literal["offline", "exa"] = ToolsConfig.search_backend
+    search_backend: Literal["offline", "exa", "anthropic"] = ToolsConfig.search_backend
+    """`anthropic`: the Messages API's own web search instead of the local `web_search`."""
     exa_api_key: str | None = None
     exa_base_url: str = ToolsConfig.exa_base_url
 
@@ -73,15 +94,57 @@ class Settings(BaseSettings):
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
     """How long a session's history is kept after its last run."""
 
-    @field_validator("gateway_api_keys", mode="before")
+    @field_validator(
+        "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams", mode="before"
+    )
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(k.strip() for k in value.split(",") if k.strip())
         return value
 
+    @field_validator("anthropic_server_tools")
+    @classmethod
+    def _known_server_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(SERVER_TOOLS))
+        if unknown:
+            raise ValueError(f"unknown server tools {unknown}; known: {list(SERVER_TOOLS)}")
+        return value
+
     @property
-    def upstream_kind(self) -> Literal["anthropic", "demo"]:
+    def model(self) -> str:
+        """The model runs use: the demo answers under its own name."""
+        return self.model_of(self.upstream_kind)
+
+    def model_of(self, upstream: UpstreamKind) -> str:
+        if upstream == "demo":
+            return DEMO_MODEL
+        if upstream == "openai":
+            return self.openai_model or ""
+        return self.sdk_model
+
+    @property
+    def upstreams(self) -> tuple[UpstreamKind, ...]:
+        """Every upstream a model call may go to, in the order they are tried."""
+        order = (self.upstream_kind, *self.gateway_fallback_upstreams)
+        return tuple(dict.fromkeys(order))
+
+    @model_validator(mode="after")
+    def _openai_needs_a_model(self) -> Settings:
+        if "openai" in self.upstreams and not self.openai_model:
+            raise ValueError("an openai upstream needs OPENAI_MODEL")
+        return self
+
+    @property
+    def server_tools(self) -> tuple[str, ...]:
+        """Server tools to offer: the configured ones, plus web search for SEARCH_BACKEND."""
+        wanted = set(self.anthropic_server_tools)
+        if self.search_backend == "anthropic":
+            wanted.add("web_search")
+        return tuple(name for name in SERVER_TOOLS if name in wanted)
+
+    @property
+    def upstream_kind(self) -> UpstreamKind:
         if self.gateway_upstream is not None:
             return self.gateway_upstream
         return "anthropic" if self.anthropic_api_key else "demo"
@@ -93,7 +156,8 @@ class Settings(BaseSettings):
             sec_www_url=self.sec_www_url,
             sec_data_url=self.sec_data_url,
             sec_efts_url=self.sec_efts_url,
-            search_backend=self.search_backend,
+            # The API's own search replaces only web_search; the rest stays local.
+            search_backend="offline" if self.search_backend == "anthropic" else self.search_backend,
             exa_api_key=self.exa_api_key,
             exa_base_url=self.exa_base_url,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ HEADERS = {
 PING = b": ping\n\n"
 
 
-def frame(seq: int, event: dict[str, Any]) -> bytes:
+def frame(seq: int, event: Mapping[str, Any]) -> bytes:
     # orjson escapes every newline inside strings, so one `data:` line always suffices.
     return b"id: %d\ndata: %b\n\n" % (seq, orjson.dumps(event))
 

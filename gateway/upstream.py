@@ -10,6 +10,7 @@ lost: orjson parses a small event faster than Python can slice and check one.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -88,6 +89,23 @@ def _strip_field(line: bytes) -> bytes:
     return value[1:] if value[:1] == b" " else value
 
 
+def _server_flag(block: dict[str, Any]) -> dict[str, bool]:
+    return {"server": True} if block.get("type") == "server_tool_use" else {}
+
+
+def _server_preview(content: Any) -> Any:
+    """What a client sees of a server tool's result: titles and addresses, not the
+    encrypted page content that only the model can read."""
+    if isinstance(content, list):
+        keep = ("type", "title", "url", "page_age")
+        return [
+            {k: item[k] for k in keep if k in item} for item in content if isinstance(item, dict)
+        ]
+    if isinstance(content, dict):
+        return {k: v for k, v in content.items() if k not in ("encrypted_content", "data")}
+    return content
+
+
 class TurnTranslator:
     """Turns one model call's raw stream events into gateway events, and keeps what the
     history needs: the assistant content exactly as produced, usage, the stop reason.
@@ -110,8 +128,10 @@ class TurnTranslator:
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
         self.texts: list[str] = []
+        self.dropped: Counter[str] = Counter()  # the Messages API takes every block
         self._blocks: dict[int, dict[str, Any]] = {}
         self._parts: dict[int, list[str]] = {}
+        self._server_names: dict[str, str] = {}
         self._stopped = False
 
     def partial_texts(self) -> list[str]:
@@ -165,21 +185,25 @@ class TurnTranslator:
         if kind == "text_delta":
             text = delta["text"]
             self._parts[index].append(text)
-            return {"type": "delta", "text": text}
+            return events.delta(text)
         if kind == "input_json_delta":
             fragment = delta["partial_json"]
             self._parts[index].append(fragment)
-            tool = {"id": self._blocks[index]["id"]}
-            return events.tool_call("tool_input_delta", tool, self.turn, partial_json=fragment)
+            block = self._blocks[index]
+            return events.tool_call(
+                "tool_input_delta", {"id": block["id"]}, self.turn, partial_json=fragment,
+                **_server_flag(block),
+            )  # fmt: skip
         if kind == "thinking_delta":
             text = delta["thinking"]
             self._parts[index].append(text)
-            return {"type": "thinking", "text": text}
+            return events.thinking(text)
         if kind == "signature_delta":
             self._blocks[index]["signature"] = delta["signature"]
-            return {"type": "thinking_signature", "signature": delta["signature"]}
+            return events.thinking_signature(delta["signature"])
         if kind == "citations_delta":
             self._blocks[index].setdefault("citations", []).append(delta["citation"])
+            return events.citation(delta["citation"], self.turn)
         return None
 
     def _start(self, index: int, block: dict[str, Any]) -> Event | None:
@@ -187,12 +211,13 @@ class TurnTranslator:
         self._blocks[index] = block
         self._parts[index] = []
         kind = block.get("type")
-        if kind == "tool_use":
-            return events.tool_call(
-                "tool_start", {"id": block["id"], "name": block["name"]}, self.turn
-            )
+        if kind == "server_tool_use":
+            self._server_names[block["id"]] = block["name"]
+        if kind == "tool_use" or kind == "server_tool_use":
+            tool = {"id": block["id"], "name": block["name"]}
+            return events.tool_call("tool_start", tool, self.turn, **_server_flag(block))
         if kind == "thinking":
-            return {"type": "thinking_start", "turn": self.turn}
+            return events.thinking_start(self.turn)
         return None
 
     def _stop(self, index: int) -> Event | None:
@@ -211,8 +236,32 @@ class TurnTranslator:
             return events.tool_call("tool_use", tool, self.turn)
         if kind == "thinking":
             block["thinking"] = block.get("thinking", "") + joined
-            return {"type": "thinking_complete", "turn": self.turn}
+            return events.thinking_complete(self.turn)
+        if kind == "server_tool_use":  # run by the API: back to it verbatim, input included
+            block["input"] = self._parse_input(block["id"], joined, block.get("input"))
+            self.input_errors.pop(block["id"], None)
+            tool = {"id": block["id"], "name": block["name"], "input": block["input"]}
+            return events.tool_call("tool_use", tool, self.turn, server=True)
+        if isinstance(kind, str) and kind.endswith("_tool_result"):
+            return self._server_result(block)
         return None
+
+    def _server_result(self, block: dict[str, Any]) -> Event:
+        """A server tool's result block, which arrives whole, as the client's result phase."""
+        tool_id = block.get("tool_use_id", "")
+        tool = {"id": tool_id, "name": self._server_names.get(tool_id, block["type"])}
+        content = block.get("content")
+        if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+            error = f"{tool['name']} failed: {content.get('error_code', 'unknown error')}"
+            return events.tool_call(
+                "tool_error", tool, self.turn, success=False, error=error, duration_ms=None,
+                server=True,
+            )  # fmt: skip
+        preview = orjson.dumps(_server_preview(content)).decode()
+        return events.tool_call(
+            "tool_result", tool, self.turn, success=True, preview=preview[:2_000],
+            bytes=len(preview), truncated=len(preview) > 2_000, duration_ms=None, server=True,
+        )  # fmt: skip
 
     def _parse_input(self, tool_id: str, joined: str, initial: Any) -> dict[str, Any]:
         if not joined.strip():

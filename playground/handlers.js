@@ -6,8 +6,9 @@ import { showUpstream } from './health.js';
 import { tokensText } from './panels.js';
 import { followAnswer, log, state, status, timeline } from './page.js';
 
+// max_turns counts tool rounds; the answer takes one more model call than that.
 function turnText(run) {
-  return run.maxTurns ? `${run.turn} / ${run.maxTurns}` : String(run.turn);
+  return run.maxTurns ? `${run.turn} / ${run.maxTurns + 1}` : String(run.turn);
 }
 
 function addUsage(run, usage) {
@@ -26,7 +27,8 @@ const toolPhases = {
   tool_start(run, ev, card) {
     run.toolCalls += 1;
     status.set({ tool_calls: run.toolCalls });
-    timeline.add('tool', card.name, 'started', { key: ev.tool.id, target: card.el, status: 'started' });
+    const where = ev.server ? 'started · run by the API' : 'started';
+    timeline.add('tool', card.name, where, { key: ev.tool.id, target: card.el, status: 'started' });
   },
   tool_input_delta(run, ev, card) {
     card.inputDelta(ev.partial_json);
@@ -90,6 +92,9 @@ const handlers = {
     const phase = toolPhases[ev.phase];
     if (phase) phase(run, ev, card);
     else timeline.add('warning', 'Unknown tool phase', String(ev.phase));
+  },
+  citation(run, ev) {
+    run.view.cite(ev.citation);
   },
   turn_complete(run, ev) {
     run.view.endText();

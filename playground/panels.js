@@ -40,9 +40,10 @@ export class RunStatus {
 
 export function tokensText(usage) {
   if (!usage) return '–';
-  const cache = (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0);
-  const text = `${formatCount(usage.input_tokens)} in · ${formatCount(usage.output_tokens)} out`;
-  return cache ? `${text} · ${formatCount(cache)} cache` : text;
+  const parts = [`${formatCount(usage.input_tokens)} in`, `${formatCount(usage.output_tokens)} out`];
+  if (usage.cache_read_input_tokens) parts.push(`${formatCount(usage.cache_read_input_tokens)} cache read`);
+  if (usage.cache_creation_input_tokens) parts.push(`${formatCount(usage.cache_creation_input_tokens)} cache write`);
+  return parts.join(' · ');
 }
 
 /** The thinking & tools timeline: one entry per step, tool entries updated in place. */

@@ -285,6 +285,20 @@ export class AssistantMessage {
     for (const card of this.tools.values()) card.tick();
   }
 
+  /** A source the model cited: listed under the answer, a link only for http(s). */
+  cite(citation) {
+    if (!this.sources) {
+      this.sources = h('ol', { class: 'sources' });
+      this.footer.before(h('div', { class: 'msg-sources' }, h('strong', {}, 'Sources'), this.sources));
+    }
+    const url = String(citation?.url ?? '');
+    const title = String(citation?.title || url || citation?.document_title || 'source');
+    const safe = /^https?:\/\//i.test(url);
+    const label = safe ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, title) : title;
+    const quote = citation?.cited_text ? h('span', { class: 'muted small' }, ` “${String(citation.cited_text).slice(0, 200)}”`) : '';
+    this.sources.append(h('li', {}, label, quote));
+  }
+
   /** A notice is not a model block, so an open text segment stays open. */
   notice(kind, label, message) {
     this.add(h('div', { class: `notice notice-${kind}`, role: kind === 'error' ? 'alert' : null }, h('strong', {}, label), ' ', message));

@@ -128,5 +128,19 @@ def event_of_block(block: bytes) -> dict[str, Any]:
     return events[0] if events else {"type": "_comment", "raw": block.decode()}
 
 
+def unmarked(value: Any) -> Any:
+    """`value` without prompt-cache markers: what the history holds, whatever the breakpoint."""
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `tool_result` blocks of a user message (it ends with the budget note too)."""
+    return [b for b in unmarked(message["content"]) if b.get("type") == "tool_result"]
+
+
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] if e["type"] != "tool_call" else f"tool_call:{e['phase']}" for e in events]

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from tests.conftest import stream, types
+from tests.conftest import stream, tool_results, types, unmarked
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
 from tests.fakes.tools import Sleep
 
@@ -31,8 +31,14 @@ async def test_text_only(gateway: Client, fake: FakeAnthropic) -> None:
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert {e["run_id"] for e in events} == {final["run_id"]}
     sent = fake.requests[0]
-    assert sent["stream"] is True and sent["system"] == "You are a test."
-    assert sent["messages"] == [{"role": "user", "content": "hi"}]
+    assert sent["stream"] is True
+    assert sent["system"][0] == {
+        "type": "text", "text": "You are a test.", "cache_control": {"type": "ephemeral"}
+    }  # fmt: skip
+    assert sent["system"][1]["text"].startswith("Today's date is ")
+    assert unmarked(sent["messages"]) == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]
     auth = fake.headers[0]
     assert "sk-test" in (
         auth.get("x-api-key", ""),
@@ -62,10 +68,11 @@ async def test_one_tool_with_fragmented_input(gateway: Client, fake: FakeAnthrop
     assert second[1]["content"][1] == {
         "type": "tool_use", "id": use["tool"]["id"], "name": "echo", "input": {"text": text}
     }  # fmt: skip
-    assert second[2] == {
+    assert unmarked(second[2]) == {
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": use["tool"]["id"],
-                     "content": f"echo: {text}"}],
+                     "content": f"echo: {text}"},
+                    {"type": "text", "text": "Tool round 1 of 5 is done; 4 rounds left."}],
     }  # fmt: skip
 
 
@@ -79,7 +86,7 @@ async def test_three_parallel_tools_keep_order(gateway: Client, fake: FakeAnthro
     ids = [e["tool"]["id"] for e in tool_events(events, "tool_use")]
     finished = [e["tool"]["id"] for e in tool_events(events, "tool_result")]
     assert sorted(finished) == sorted(ids) and finished != ids  # completion order, live
-    results = fake.requests[1]["messages"][-1]["content"]
+    results = tool_results(fake.requests[1]["messages"][-1])
     assert [r["tool_use_id"] for r in results] == ids  # history keeps the model's order
     durations = [e["duration_ms"] for e in tool_events(events, "tool_result")]
     assert max(durations) < 600  # concurrent: not 0.35 s + ... in sequence
@@ -114,7 +121,7 @@ async def test_thinking_signatures_go_back_intact(make_gateway: Any, fake: FakeA
         "thinking_start", "thinking", "thinking_signature", "thinking_complete"
     ]  # fmt: skip
     assert [e["signature"] for e in events if e["type"] == "thinking_signature"] == [signature]
-    assert fake.requests[0]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert fake.requests[0]["thinking"] == {"type": "adaptive"}  # what this model takes
     block = fake.requests[1]["messages"][1]["content"][0]
     assert block == {"type": "thinking", "thinking": "I should echo.", "signature": signature}
 
@@ -146,7 +153,7 @@ async def test_schema_violation_unknown_tool_failure_and_crash(
     assert "Unknown tool 'nope'" in errors["nope"] and "echo" in errors["nope"]
     assert errors["fail"] == "No company matches 'Acme'; try a ticker"
     assert "RuntimeError" in errors["crash"]
-    results = fake.requests[1]["messages"][-1]["content"]
+    results = tool_results(fake.requests[1]["messages"][-1])
     assert [r.get("is_error", False) for r in results] == [True, True, True, True, False]
     assert events[-1]["outcome"] == "completed"
 
@@ -184,14 +191,16 @@ async def test_max_turns_wraps_up(make_gateway: Any, fake: FakeAnthropic) -> Non
     events = await stream(client, query="x", max_turns=2)
     [warning] = [e for e in events if e["type"] == "warning"]
     assert warning["code"] == "max_turns" and warning["message"] == "Max turns reached"
-    assert len(tool_events(events, "tool_result")) == 1
-    [not_run] = tool_events(events, "tool_error")
-    assert "Not run" in not_run["error"]
+    assert len(tool_events(events, "tool_result")) == 2  # the last round's tools still run
+    assert tool_events(events, "tool_error") == []
     assert len(fake.requests) == 3
     assert fake.requests[1]["tool_choice"] == {"type": "auto"}
     assert fake.requests[2]["tool_choice"] == {"type": "none"}
-    last = fake.requests[2]["messages"][-1]["content"][0]
-    assert last["is_error"] is True and "Not run" in last["content"]
+    notes = [unmarked(r["messages"][-1]["content"][-1]["text"]) for r in fake.requests[1:]]
+    assert notes == [
+        "Tool round 1 of 2 is done; 1 round left.",
+        "Tool round 2 of 2 is done; no tool rounds are left: answer now from what you have.",
+    ]
     final = events[-1]
     assert final["outcome"] == "max_turns" and final["turns"] == 3
     assert final["result"].endswith("Here is what I found.")
@@ -201,7 +210,7 @@ async def test_pause_turn_is_resent(gateway: Client, fake: FakeAnthropic) -> Non
     fake.add(Reply([Text("part one")], stop_reason="pause_turn"), Reply([Text(" part two")]))
     events = await stream(gateway, query="x")
     assert len(fake.requests) == 2
-    assert fake.requests[1]["messages"][-1] == {
+    assert unmarked(fake.requests[1]["messages"][-1]) == {
         "role": "assistant", "content": [{"type": "text", "text": "part one"}]
     }  # fmt: skip
     assert events[-1]["outcome"] == "completed" and events[-1]["turns"] == 2

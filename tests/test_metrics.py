@@ -40,10 +40,11 @@ async def test_two_turn_run_with_three_tools(
     assert value(metrics, "claude_tool_invocations_total", tool="fail", status="error") == 1
     assert value(metrics, "sdk_tool_duration_seconds_count", tool="echo") == 1
     assert value(metrics, "claude_tool_duration_ms_count", tool="unknown") == 1
-    assert value(metrics, "claude_tokens_input_total", **model) == 250
-    assert value(metrics, "claude_tokens_output_total", **model) == 60
-    assert value(metrics, "claude_cache_read_tokens_total", **model) == 30
-    assert value(metrics, "claude_cache_creation_tokens_total", **model) == 5
+    answered = {**model, "upstream": "anthropic"}
+    assert value(metrics, "claude_tokens_input_total", **answered) == 250
+    assert value(metrics, "claude_tokens_output_total", **answered) == 60
+    assert value(metrics, "claude_cache_read_tokens_total", **answered) == 30
+    assert value(metrics, "claude_cache_creation_tokens_total", **answered) == 5
     assert value(metrics, "claude_stream_duration_ms_count", **model) == 1
     assert value(metrics, "sdk_stream_duration_seconds_count", endpoint="stream") == 1
     assert value(metrics, "sdk_time_to_first_event_seconds_count", endpoint="stream") == 1
@@ -62,13 +63,23 @@ async def test_max_turns_retries_errors_and_disconnects(
     await stream(client, query="x")
     assert value(metrics, "sdk_max_turns_reached_total") == 1
     assert value(metrics, "sdk_runs_total", endpoint="stream", outcome="max_turns") == 1
-    assert value(metrics, "sdk_tool_invocations_total", tool="echo", outcome="not_run") == 1
-    assert value(metrics, "sdk_upstream_retries_total", reason="OVERLOADED_ERROR") == 1
+    assert value(metrics, "sdk_tool_invocations_total", tool="echo", outcome="success") == 1
+    assert (
+        value(
+            metrics, "sdk_upstream_retries_total", reason="OVERLOADED_ERROR", upstream="anthropic"
+        )
+        == 1
+    )
     fake.add(Reply(status=401, error_type="authentication_error"))
     await stream(client, query="x")
     failed = {"endpoint": "stream", "outcome": "AUTHENTICATION_ERROR"}
     assert value(metrics, "sdk_runs_total", **failed) == 1
-    assert value(metrics, "sdk_upstream_errors_total", code="AUTHENTICATION_ERROR") == 1
+    assert (
+        value(
+            metrics, "sdk_upstream_errors_total", code="AUTHENTICATION_ERROR", upstream="anthropic"
+        )
+        == 1
+    )
     assert (
         value(metrics, "claude_errors_total", code="AUTHENTICATION_ERROR", path="/api/stream") == 1
     )

@@ -11,7 +11,15 @@ from aiohttp.test_utils import TestServer
 
 from gateway.sse import frame, parse_frames
 from gateway.upstream import SSEDecoder, TurnTranslator
-from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
+from tests.fakes.anthropic import (
+    FakeAnthropic,
+    RedactedThinking,
+    Reply,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolUse,
+)
 
 TRICKY = 'ünïcödé "quotes" and\nnewlines'
 REPLY = Reply(
@@ -105,7 +113,8 @@ def test_empty_tool_input_is_an_empty_object() -> None:
     block = {"type": "tool_use", "id": "t1", "name": "echo", "input": {}}
     turn.feed({"type": "content_block_start", "index": 0, "content_block": block})
     event = turn.feed({"type": "content_block_stop", "index": 0})
-    assert event is not None and event["tool"]["input"] == {} and not turn.input_errors
+    assert event is not None and event["type"] == "tool_call"
+    assert event["tool"]["input"] == {} and not turn.input_errors
 
 
 def test_frames_round_trip() -> None:
@@ -118,3 +127,57 @@ def test_frames_round_trip() -> None:
     data = frame(7, event)
     assert data.count(b"\n") == 3 and data.startswith(b"id: 7\ndata: {")
     assert parse_frames(b": ping\n\n" + data) == [event]
+
+
+SEARCH_RESULTS = [
+    {"type": "web_search_result", "url": "https://example.com/nvda", "title": "NVIDIA results",
+     "encrypted_content": "EqgfCioIARgBIiQ3YTAw", "page_age": "2 days ago"},
+]  # fmt: skip
+CITATION = {
+    "type": "web_search_result_location", "url": "https://example.com/nvda",
+    "title": "NVIDIA results", "encrypted_index": "Eo8BCioIAhgB", "cited_text": "Revenue rose",
+}  # fmt: skip
+SERVER_REPLY = Reply(
+    [
+        RedactedThinking(),
+        ServerToolUse("web_search", {"query": "nvidia revenue 2026"}, SEARCH_RESULTS),
+        Text("Revenue rose sharply.", citations=[CITATION]),
+    ],
+    stop_reason="end_turn",
+)
+
+
+async def test_server_tools_citations_and_redacted_thinking_agree_with_the_sdk(
+    fake_server: TestServer, fake: FakeAnthropic
+) -> None:
+    fake.add(SERVER_REPLY)
+    client = anthropic.AsyncAnthropic(
+        api_key="k", base_url=str(fake_server.make_url("")).rstrip("/"), max_retries=0
+    )
+    async with client.messages.stream(
+        model="claude-test-model", max_tokens=100, messages=[{"role": "user", "content": "x"}]
+    ) as sdk_stream:
+        message = await sdk_stream.get_final_message()
+    await client.close()
+    expected = [block.model_dump(exclude_none=True) for block in message.content]
+    turn, events = translate(wire_bytes(FakeAnthropic(), SERVER_REPLY), chunk=5)
+    assert turn.content == expected  # back to the API verbatim: input and result included
+    assert turn.content[1]["input"] == {"query": "nvidia revenue 2026"}
+    assert turn.tool_uses == []  # the API ran it; nothing for the gateway to run
+    server = [e for e in events if e["type"] == "tool_call"]
+    assert [e["phase"] for e in server][:1] + [e["phase"] for e in server][-2:] == [
+        "tool_start", "tool_use", "tool_result"
+    ]  # fmt: skip
+    assert all(e["server"] is True for e in server)
+    result = server[-1]
+    assert result["tool"] == {"id": "srvtoolu_01fake", "name": "web_search"}
+    assert "encrypted_content" not in result["preview"] and "NVIDIA results" in result["preview"]
+    assert [e["citation"] for e in events if e["type"] == "citation"] == [CITATION]
+
+
+def test_a_failed_server_tool_is_a_tool_error() -> None:
+    error = {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}
+    reply = Reply([ServerToolUse("web_search", {"query": "q"}, error), Text("none")])
+    _, events = translate(wire_bytes(FakeAnthropic(), reply), chunk=9)
+    [failed] = [e for e in events if e.get("phase") == "tool_error"]
+    assert failed["server"] is True and "max_uses_exceeded" in failed["error"]

@@ -17,7 +17,8 @@ from tests.browser.harness import (
     streamed_text,
     wait_for_outcome,
 )
-from tests.fakes.anthropic import Reply, Text, Thinking, ToolUse
+from tests.fakes.anthropic import Reply, ServerToolUse, Text, Thinking, ToolUse
+from tests.test_wire import CITATION, SEARCH_RESULTS
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -71,7 +72,7 @@ async def test_stream_shows_tools_inline_live_text_and_outcome(
     assert await page.inner_text(".tool[data-tool-name='echo'] .tool-input") == '{"text":"hello"}'
     assert await page.text_content(".thinking .thinking-text") == THOUGHT
     assert await page.get_attribute(".msg-assistant", "data-state") == "running"
-    assert await page.inner_text("#runbar [data-bar='turn']") == "1 / 5"
+    assert await page.inner_text("#runbar [data-bar='turn']") == "1 / 6"  # 5 rounds + answer
     await page.click(".tool[data-tool-name='echo'] .tool-result summary")
     assert "echo: hello" in await page.inner_text(".tool[data-tool-name='echo'] .tool-result pre")
     await screenshot(page, "desktop-mid-run")
@@ -86,7 +87,7 @@ async def test_stream_shows_tools_inline_live_text_and_outcome(
     link = await page.get_attribute(".msg-assistant a:has-text('the filing')", "href")
     assert link == "https://www.sec.gov/"
     assert await page.get_attribute(".thinking", "open") is None  # collapsed once complete
-    assert await page.inner_text("#runbar [data-bar='turn']") == "2 / 5"
+    assert await page.inner_text("#runbar [data-bar='turn']") == "2 / 6"
     assert await page.inner_text("#run-details [data-field='outcome']") == "completed"
     tokens = await page.inner_text("#run-details [data-field='tokens']")
     assert tokens.startswith("2,700 in · 140 out")
@@ -97,6 +98,31 @@ async def test_stream_shows_tools_inline_live_text_and_outcome(
     )
     assert statuses == ["ok", "ok"]
     await screenshot(page, "desktop-completed")
+
+
+async def test_server_search_and_citations(page: Page, gateway_factory: StartGateway) -> None:
+    hostile = {**CITATION, "url": "javascript:alert(1)", "title": "<img src=x onerror=alert(1)>"}
+    gateway = await gateway_factory(
+        Reply(
+            blocks=[
+                ServerToolUse("web_search", {"query": "nvidia"}, SEARCH_RESULTS),
+                Text("Revenue rose.", citations=[CITATION, hostile]),
+            ],
+            input_tokens=900, cache_read=2_000, cache_creation=300,
+        ),
+        search_backend="anthropic",
+    )  # fmt: skip
+    await open_playground(page, gateway)
+    await ask(page, "NVIDIA news")
+    assert await wait_for_outcome(page) == "completed"
+    assert await page.inner_text(".tool[data-tool-name='web_search'] .tool-status") == "ok"
+    sources = page.locator(".msg-sources li")
+    assert await sources.count() == 2
+    assert await sources.nth(0).locator("a").get_attribute("href") == CITATION["url"]
+    assert await sources.nth(1).locator("a").count() == 0  # no link but http(s)
+    assert "<img" in await sources.nth(1).inner_text()  # shown as text, never as markup
+    tokens = await page.inner_text("#run-details [data-field='tokens']")
+    assert tokens == "900 in · 5 out · 2,000 cache read · 300 cache write"
 
 
 async def test_health_badge_and_test_route(page: Page, gateway_factory: StartGateway) -> None:
@@ -196,8 +222,8 @@ async def test_max_turns_warning_and_outcome(page: Page, gateway_factory: StartG
     warning = await page.inner_text("#timeline .tl-warning")
     assert "max_turns" in warning
     assert "max_turns" in await page.inner_text(".msg-assistant .notice-warning")
-    assert await page.inner_text(".tool .tool-status") == "error"  # answered "not run"
-    assert len(gateway.fake.requests) == 2  # one turn, then the wrap-up call
+    assert await page.inner_text(".tool .tool-status") == "ok"  # the last round still runs
+    assert len(gateway.fake.requests) == 2  # one tool round, then the wrap-up call
     request = await page.evaluate("window.__playground.debugSnapshot().runs.at(-1).request")
     assert request == {"query": "Keep going", "max_turns": 1}
 

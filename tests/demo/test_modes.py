@@ -21,7 +21,7 @@ async def test_wrap_up_after_max_turns(demo_gateway: Client) -> None:
     final = run.final
     assert final["outcome"] == "max_turns" and final["turns"] == 2
     assert [e["code"] for e in run.events if e["type"] == "warning"] == ["max_turns"]
-    assert run.phase("tool_executing") == []  # the asked-for lookup was not run
+    assert [e["turn"] for e in run.phase("tool_executing")] == [1]  # the one round ran
     assert [e["turn"] for e in run.uses] == [1]  # the wrap-up call asked for no tool
     assert "ran out of turns" in run.answer
 
@@ -30,9 +30,8 @@ async def test_wrap_up_answers_from_what_it_has(demo_gateway: Client, toolset: T
     run = await ask(demo_gateway, "What are Apple's risk factors?", max_turns=2)
     sources = await replay(run, toolset)
     assert run.final["outcome"] == "max_turns"
-    assert "0000320193" not in run.answer  # the filing list was never fetched
-    assert "ran out of turns" in run.answer
-    assert ungrounded(run.result, sources) == []
+    assert [e["turn"] for e in run.phase("tool_executing")] == [1, 2]
+    assert run.answer and ungrounded(run.result, sources) == []
 
 
 async def test_allow_list_is_respected(demo_gateway: Client, toolset: Toolset) -> None:

@@ -29,6 +29,8 @@ from tests.deploy.prometheus import (
     running_prometheus,
 )
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.fakes.openai import FakeOpenAI
+from tests.fakes.openai import Reply as OpenAIReply
 from tools.base import Tool, ToolContext, ToolFailure, ToolInput
 from tools.registry import ToolRegistry
 
@@ -103,9 +105,14 @@ def script() -> list[Reply]:
         Reply([ToolUse("lookup", {"ticker": "ACME"}), ToolUse("slow", {})]),
         Reply([ToolUse("lookup", {"ticker": "ACME"})]),
         Reply([Text("Out of turns: ACME is a company.")]),
-        # Run 3, /api/stream: the model API rejects the key.
+        # Run 3, /api/stream: the model API rejects the key; the fallback upstream too.
         Reply(status=401, error_type="authentication_error"),
     ]
+
+
+def fallback_script() -> list[OpenAIReply]:
+    """What the fallback upstream answers during one round: run 3's call, refused."""
+    return [OpenAIReply(status=401, error_type="invalid_request_error")]
 
 
 async def stream(client: aiohttp.ClientSession, url: str, body: Any) -> list[dict[str, Any]]:
@@ -114,9 +121,13 @@ async def stream(client: aiohttp.ClientSession, url: str, body: Any) -> list[dic
         return parse_frames(await response.read())
 
 
-async def run_round(client: aiohttp.ClientSession, url: str, fake: FakeAnthropic) -> None:
-    """Three runs (completed, max_turns, failed), a bad request, and the short routes."""
+async def run_round(
+    client: aiohttp.ClientSession, url: str, fake: FakeAnthropic, fallback: FakeOpenAI
+) -> None:
+    """Three runs (completed, max_turns, failed after a fallback), a bad request, and the
+    short routes."""
     fake.add(*script())
+    fallback.add(*fallback_script())
     final = (await stream(client, url, {"query": "What is ACME?"}))[-1]
     assert (final["type"], final["outcome"], final["turns"]) == ("final", "completed", 3)
 
@@ -134,15 +145,19 @@ async def run_round(client: aiohttp.ClientSession, url: str, fake: FakeAnthropic
     for path in ("/api/tools", "/health"):
         async with client.get(url + path) as response:
             await response.read()
-    assert not fake.replies, "every scripted reply is used"
+    assert not fake.replies and not fallback.replies, "every scripted reply is used"
 
 
-def settings(upstream: TestServer) -> Settings:
+def settings(upstream: TestServer, fallback: TestServer, fallback_key: str) -> Settings:
     return Settings(
         _env_file=None,
         anthropic_api_key="sk-test",
         anthropic_base_url=str(upstream.make_url("")).rstrip("/"),
         gateway_upstream="anthropic",
+        gateway_fallback_upstreams=("openai",),
+        openai_base_url=str(fallback.make_url("/v1")),
+        openai_api_key=fallback_key,
+        openai_model="gpt-test",
         gateway_upstream_max_retry_wait_s=5.0,
         gateway_resume_grace_s=5.0,
         sdk_max_turns=5,
@@ -214,11 +229,13 @@ async def test_every_panel_has_data_and_every_alert_evaluates(
     tmp_path: Any, aiohttp_server: AiohttpServer
 ) -> None:
     assert PROMETHEUS is not None
-    fake = FakeAnthropic()
+    fake, fallback = FakeAnthropic(), FakeOpenAI()
     upstream = await aiohttp_server(fake.app(), host="127.0.0.1")
+    second = await aiohttp_server(fallback.app(), host="127.0.0.1")
     registry = ToolRegistry([Lookup(), Broken(), Slow()], timeout_s=0.2)
     toolset = StaticToolset(registry, backends={"test": "local"})
-    app = create_app(settings(upstream), toolset=toolset, metrics=Metrics(CollectorRegistry()))
+    config = settings(upstream, second, fallback.api_key)
+    app = create_app(config, toolset=toolset, metrics=Metrics(CollectorRegistry()))
     gateway = await aiohttp_server(app, host="127.0.0.1")
     url = str(gateway.make_url("")).rstrip("/")
 
@@ -231,7 +248,7 @@ async def test_every_panel_has_data_and_every_alert_evaluates(
         # Two rounds, each scraped: a series counts for rate() only once it has changed
         # between two scrapes.
         for done in (RUNS_PER_ROUND, 2 * RUNS_PER_ROUND):
-            await run_round(client, url, fake)
+            await run_round(client, url, fake, fallback)
             await wait_for_runs(prometheus, done)
         await check_alert_rules(prometheus)
         await check_dashboard(prometheus)

@@ -2,6 +2,10 @@
 records every request, and injects faults (an HTTP error before the stream, an `error`
 event mid-stream, a cut connection, a stall, a stream with no `message_stop`).
 
+Like today's API it serves the Models API (`GET /v1/models/{id}`), answers 400 for what a
+model cannot take (tests/fakes/models.py), and with `count_tokens=True` counts input and
+prompt-cache tokens from the request itself (tests/fakes/prompt_cache.py).
+
 Script it with `Reply` objects, one per expected model call, in order.
 """
 
@@ -13,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.models import default_catalogue, request_problem
+from tests.fakes.prompt_cache import PromptCache
 
 
 @dataclass
@@ -38,7 +45,23 @@ class Thinking:
     chunk: int = 16
 
 
-Block = Text | ToolUse | Thinking
+@dataclass
+class RedactedThinking:
+    data: str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
+
+
+@dataclass
+class ServerToolUse:
+    """A tool the API runs itself (web search, web fetch): its call, then its result."""
+
+    name: str
+    input: dict[str, Any]
+    result: Any  # the result block's `content`: a list of results or an error object
+    id: str = "srvtoolu_01fake"
+    fragment: int = 12
+
+
+Block = Text | ToolUse | Thinking | RedactedThinking | ServerToolUse
 
 
 @dataclass
@@ -59,7 +82,7 @@ class Reply:
     stall_after: int | None = None  # stop sending (connection open) after N events
     no_stop: bool = False  # end the body without message_stop
     delay_s: float = 0.0  # pause before each event
-    model: str = "claude-sonnet-4-5-20250929"
+    model: str | None = None  # default: the model the request asked for, as the API answers
 
 
 def _tool_id(n: int) -> str:
@@ -70,8 +93,13 @@ class FakeAnthropic:
     """Records `requests` (JSON bodies), `headers`; `disconnects` counts streams the
     client closed before their end."""
 
-    def __init__(self, replies: list[Reply] | None = None) -> None:
+    def __init__(self, replies: list[Reply] | None = None, *, count_tokens: bool = False) -> None:
         self.replies = list(replies or [])
+        self.models = default_catalogue()
+        self.model_lookups: list[str] = []
+        self.models_status: int | None = None  # answer every model lookup with this error
+        self.cache = PromptCache() if count_tokens else None
+        self.usages: list[dict[str, int]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -86,7 +114,30 @@ class FakeAnthropic:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models/{model_id}", self._model)
         return app
+
+    async def _model(self, request: web.Request) -> web.Response:
+        model_id = request.match_info["model_id"]
+        self.model_lookups.append(model_id)
+        if self.models_status is not None:
+            return _error(self.models_status, "api_error", "fake: models unavailable")
+        if model_id not in self.models:
+            return _error(404, "not_found_error", f"model: {model_id}")
+        return web.json_response(self.models[model_id])
+
+    def _refusal(self, body: dict[str, Any]) -> web.Response | None:
+        """The 4xx the real API gives before any stream, or None."""
+        info = self.models.get(str(body.get("model")))
+        if info is None or info["lifecycle"] == "retired":
+            return _error(404, "not_found_error", f"model: {body.get('model')}")
+        problem = request_problem(info, body)
+        if problem is None and self.cache is not None:
+            try:
+                self.usages.append(self.cache.account(body))
+            except ValueError as exc:
+                problem = str(exc)
+        return None if problem is None else _error(400, "invalid_request_error", problem)
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -95,7 +146,15 @@ class FakeAnthropic:
         self.request_seen.set()
         if not self.replies:
             return _error(500, "api_error", "fake: no scripted reply left")
+        refusal = self._refusal(body)
+        if refusal is not None:
+            return refusal
         reply = self.replies.pop(0)
+        if self.cache is not None:
+            counted = self.usages[-1]
+            reply.input_tokens = counted["input_tokens"]
+            reply.cache_read = counted["cache_read_input_tokens"]
+            reply.cache_creation = counted["cache_creation_input_tokens"]
         if reply.status is not None:
             return _error(reply.status, reply.error_type, "scripted failure", reply.headers)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -143,12 +202,18 @@ class FakeAnthropic:
         out: list[dict[str, Any]] = [
             {"type": "message_start", "message": {
                 "id": f"msg_fake{len(self.requests):04d}", "type": "message",
-                "role": "assistant", "model": reply.model, "content": [],
+                "role": "assistant", "model": reply.model or self._asked_model(), "content": [],
                 "stop_reason": None, "stop_sequence": None, "usage": usage}},
             {"type": "ping"},
         ]  # fmt: skip
-        for index, block in enumerate(reply.blocks):
-            out.extend(self._block(index, block))
+        index = 0
+        for block in reply.blocks:
+            if isinstance(block, ServerToolUse):
+                out.extend(_server_tool_blocks(index, block))
+                index += 2
+            else:
+                out.extend(self._block(index, block))
+                index += 1
         out.append({
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
@@ -157,7 +222,12 @@ class FakeAnthropic:
         out.append({"type": "message_stop"})
         return out
 
-    def _block(self, index: int, block: Block) -> list[dict[str, Any]]:
+    def _asked_model(self) -> str:
+        return str(self.requests[-1].get("model")) if self.requests else "claude-test-model"
+
+    def _block(
+        self, index: int, block: Text | ToolUse | Thinking | RedactedThinking
+    ) -> list[dict[str, Any]]:
         if isinstance(block, Text):
             start: dict[str, Any] = {"type": "text", "text": ""}
             if block.citations:
@@ -166,6 +236,8 @@ class FakeAnthropic:
                 {"type": "text_delta", "text": p} for p in _pieces(block.text, block.chunk)
             ]
             deltas += [{"type": "citations_delta", "citation": c} for c in block.citations]
+        elif isinstance(block, RedactedThinking):
+            start, deltas = {"type": "redacted_thinking", "data": block.data}, []
         elif isinstance(block, Thinking):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
@@ -189,6 +261,24 @@ class FakeAnthropic:
         events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         events.append({"type": "content_block_stop", "index": index})
         return events
+
+
+def _server_tool_blocks(index: int, block: ServerToolUse) -> list[dict[str, Any]]:
+    raw = json.dumps(block.input)
+    start = {"type": "server_tool_use", "id": block.id, "name": block.name, "input": {}}
+    result_type = f"{block.name}_tool_result"
+    result = {"type": result_type, "tool_use_id": block.id, "content": block.result}
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *[
+            {"type": "content_block_delta", "index": index,
+             "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in _pieces(raw, block.fragment)
+        ],
+        {"type": "content_block_stop", "index": index},
+        {"type": "content_block_start", "index": index + 1, "content_block": result},
+        {"type": "content_block_stop", "index": index + 1},
+    ]  # fmt: skip
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -1,0 +1,101 @@
+"""`fold`: a run's events, as read back from its log, turned into the `/api/research`
+answer (the Node shape, filled in properly).
+
+The `match` covers every `EventType`, so a new event type fails the type check here until
+it is folded (or knowingly skipped).
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never, cast
+
+from gateway.events import EventType
+
+Folded = dict[str, Any]
+
+
+class _Fold:
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.thinking: list[dict[str, Any]] = []
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.result: Folded = {
+            "text": "", "thinkingBlocks": self.thinking, "signatures": [], "citations": [],
+        }  # fmt: skip
+
+    def add(self, event: dict[str, Any]) -> None:
+        kind = cast(EventType, event["type"])
+        match kind:
+            case "delta":
+                self.text.append(event["text"])
+            case "thinking_start":
+                self.thinking.append({"thinking": "", "signature": None})
+            case "thinking" if self.thinking:
+                self.thinking[-1]["thinking"] += event["text"]
+            case "thinking_signature" if self.thinking:
+                self.thinking[-1]["signature"] = event["signature"]
+                self.result["signatures"].append(event["signature"])
+            case "tool_call":
+                _fold_tool_call(self.calls, event)
+            case "citation":
+                self.result["citations"].append(event["citation"])
+            case "system_info":
+                self.result.update(model=event["model"], session_id=event["session_id"])
+            case "final" | "error":
+                self.result.update(_fold_terminal(event))
+            case (
+                "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
+                | "turn_complete" | "warning"
+            ):  # fmt: skip
+                pass  # the stream's progress; the answer has it in its totals
+            case _:
+                assert_never(kind)
+
+
+def fold(stream: list[dict[str, Any]]) -> Folded:
+    """The `/api/research` answer from a run's events (as parsed from its log)."""
+    state = _Fold()
+    for event in stream:
+        state.add(event)
+    result = state.result
+    result["toolCalls"] = list(state.calls.values())
+    if "outcome" not in result:  # no final event: the text as it streamed
+        result["text"] = "".join(state.text)
+    return result
+
+
+def _fold_tool_call(calls: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
+    tool = event["tool"]
+    call = calls.setdefault(tool["id"], {"id": tool["id"], "name": tool.get("name")})
+    if event.get("server"):
+        call["server"] = True
+    phase = event["phase"]
+    if phase in ("tool_use", "tool_executing"):
+        call["input"] = tool["input"]
+    elif phase == "tool_result":
+        call["result"] = {
+            "content": event["preview"],
+            "is_error": False,
+            "bytes": event["bytes"],
+            "truncated": event["truncated"],
+        }
+        call["duration_ms"] = event["duration_ms"]
+    elif phase == "tool_error":
+        call["result"] = {"content": event["error"], "is_error": True}
+        call["duration_ms"] = event["duration_ms"]
+
+
+def _fold_terminal(event: dict[str, Any]) -> Folded:
+    if event["type"] == "error":
+        return {"error": event["error"]}
+    keys = ("run_id", "session_id", "model", "outcome", "stop_reason", "turns", "usage")
+    folded = {key: event[key] for key in keys}
+    folded.update(
+        text=event["result"],
+        duration_ms=event["duration_ms"],
+        tool_call_count=event["tool_calls"],
+        trace_id=event.get("trace_id"),
+    )
+    if "structured" in event:
+        folded["structured"] = event["structured"]
+    return folded

@@ -1,0 +1,101 @@
+"""The Messages API as a provider (the real API, any server speaking it, or the demo model).
+
+The official SDK makes the request (URL, auth headers, status errors); the gateway reads
+the raw SSE bytes itself. Why not the SDK's event objects: at thousands of events per
+second per run, building a pydantic object (and, in the stream helper, a snapshot) per
+event costs several times what the rest of the relay does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import httpx2
+
+from gateway.errors import UpstreamFailure
+from gateway.events import Event
+from gateway.providers.base import ModelCall, Turn
+from gateway.providers.failures import retry_after_s, status_code
+from gateway.shaping import cached_tools, system_blocks, with_breakpoint
+from gateway.upstream import SSEDecoder, TurnTranslator, failure_from_error_body
+
+
+class AnthropicProvider:
+    """Messages API calls through `anthropic.AsyncAnthropic` (with max_retries=0: retries
+    are the caller's, so each one can be reported to the client)."""
+
+    def __init__(self, client: anthropic.AsyncAnthropic, model: str, name: str = "anthropic"):
+        self._client = client
+        self.model = model
+        self.name = name
+
+    def new_turn(self, turn: int) -> TurnTranslator:
+        return TurnTranslator(turn)
+
+    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[Event]:
+        if not isinstance(turn, TurnTranslator):
+            raise TypeError(f"AnthropicProvider needs its own turn, got {type(turn).__name__}")
+        async for payload in self.stream(messages_body(call)):
+            event = turn.feed_payload(payload)
+            if event is not None:
+                yield event
+        turn.finish()
+
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[bytes]:
+        """One call's SSE `data` payloads (JSON bytes)."""
+        create = self._client.messages.with_streaming_response.create
+        try:
+            async with create(**params, stream=True) as response:
+                decoder = SSEDecoder()
+                # Raw: the aiohttp transport has already decompressed the body, and the
+                # decoding layer would cost a generator hop per read for nothing.
+                async for chunk in response.http_response.aiter_raw():
+                    for data in decoder.feed(chunk):
+                        yield data
+        except anthropic.APIStatusError as exc:
+            raise status_failure(exc) from exc
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise UpstreamFailure(
+                "TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True
+            ) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
+            raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+
+
+def messages_body(call: ModelCall) -> dict[str, Any]:
+    """The Messages API request body for `call` (the SDK adds `stream`)."""
+    suffix = {"type": "text", "text": call.system_suffix} if call.system_suffix else None
+    params: dict[str, Any] = {
+        "model": call.model,
+        "max_tokens": call.max_tokens,
+        "messages": with_breakpoint(call.messages) if call.cache else call.messages,
+        "system": system_blocks(call.system, suffix, cache=call.cache),
+    }
+    tools = [*call.tools, *call.server_tools]
+    if tools:
+        params["tools"] = cached_tools(tools, cache=call.cache)
+        # The wrap-up call keeps the definitions (the history mentions the tools) but
+        # may not use them, so the client still gets an answer.
+        params["tool_choice"] = {"type": call.tool_choice}
+    if call.thinking is not None:
+        params["thinking"] = call.thinking
+    config: dict[str, Any] = {}
+    if call.effort is not None:
+        config["effort"] = call.effort
+    if call.output_schema is not None:
+        config["format"] = {"type": "json_schema", "schema": call.output_schema}
+    if config:
+        params["output_config"] = config
+    return params
+
+
+def status_failure(exc: anthropic.APIStatusError) -> UpstreamFailure:
+    default, retryable = status_code(exc.status_code)
+    failure = failure_from_error_body(exc.body, default)
+    failure.code, failure.retryable = default, retryable
+    failure.details["upstream_status"] = exc.status_code
+    failure.retry_after_s = retry_after_s(exc.response.headers)
+    return failure

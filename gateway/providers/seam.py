@@ -1,0 +1,114 @@
+"""The seam between the loop and the providers: one model call, retried while nothing of
+it reached the client, then handed to the next upstream in the fallback order.
+
+Each retry and each switch is announced to the client with a `warning`; the loop sees
+only events and, at the end, the turn of whichever provider answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+
+from gateway import events
+from gateway.errors import UpstreamFailure
+from gateway.events import Event
+from gateway.providers.base import ModelCall, Provider, Turn
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded in count and in total wait; `retry-after` wins over our own backoff."""
+
+    max_retries: int = 3
+    max_total_wait_s: float = 30.0
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+
+    def delay(self, attempt: int, retry_after_s: float | None) -> float:
+        if retry_after_s is not None:
+            return retry_after_s
+        backoff: float = min(self.max_delay_s, self.base_delay_s * 2**attempt)
+        return backoff * random.uniform(0.8, 1.2)
+
+
+@dataclass
+class CallHooks:
+    """How the caller follows one call: the turn in use (it changes on a fallback), and
+    each retry and switch (for spans and metrics)."""
+
+    on_turn: Callable[[Turn, Provider], None]
+    on_retry: Callable[[UpstreamFailure, str], None] = lambda failure, upstream: None
+    on_failure: Callable[[UpstreamFailure, str, bool], None] = lambda f, upstream, fallback: None
+    """A provider failed after its retries; the flag says whether the next one is tried."""
+    warned: set[str] = field(default_factory=set)
+    """Kinds of content already reported as left out for some provider, in this run."""
+
+
+async def call_model(
+    providers: Sequence[Provider],
+    call: ModelCall,
+    number: int,
+    policy: RetryPolicy,
+    hooks: CallHooks,
+) -> AsyncIterator[Event]:
+    """One model call as gateway events, from the first provider that answers it."""
+    last = len(providers) - 1
+    for index, provider in enumerate(providers):
+        turn = provider.new_turn(number)
+        hooks.on_turn(turn, provider)
+        try:
+            async for event in _with_retries(provider, call, turn, policy, hooks):
+                yield event
+        except UpstreamFailure as failure:
+            fallback = not turn.emitted and index < last
+            hooks.on_failure(failure, provider.name, fallback)
+            if not fallback:
+                raise
+            following = providers[index + 1].name
+            message = f"Upstream {provider.name} failed ({failure.code}); trying {following}"
+            yield events.warning(
+                "upstream_fallback", message, number, error_code=failure.code,
+                upstream=provider.name, next_upstream=following,
+            )  # fmt: skip
+            continue
+        left_out = sorted(set(turn.dropped) - hooks.warned)
+        if left_out:
+            hooks.warned.update(left_out)
+            message = f"{provider.name} cannot take {', '.join(left_out)}: left out of its requests"
+            yield events.warning(
+                "history_dropped", message, number, upstream=provider.name, dropped=left_out
+            )
+        return
+
+
+async def _with_retries(
+    provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks
+) -> AsyncIterator[Event]:
+    call = dataclasses.replace(call, model=provider.model or call.model)
+    waited = 0.0
+    for attempt in range(policy.max_retries + 1):
+        try:
+            async for event in provider.attempt(call, turn):
+                yield event
+            return
+        except UpstreamFailure as exc:
+            failure = exc  # the `as` name is unbound after the except block
+            delay = policy.delay(attempt, failure.retry_after_s)
+            spent = attempt >= policy.max_retries or waited + delay > policy.max_total_wait_s
+            if not failure.retryable or turn.emitted or spent:
+                raise
+        waited += delay
+        turn.reset()
+        hooks.on_retry(failure, provider.name)
+        message = (
+            f"Upstream {failure.code}: {failure.message}. Retry {attempt + 1} in {delay:.1f} s"
+        )
+        yield events.warning(
+            "upstream_retry", message, turn.turn, attempt=attempt + 1, delay_s=round(delay, 3),
+            error_code=failure.code, upstream=provider.name,
+        )  # fmt: skip
+        await asyncio.sleep(delay)
