@@ -9,9 +9,10 @@ from demo_model.conversation import Conversation, Step
 from demo_model.facts_answers import cap, failed, filing_ref, label_of, series_steps
 from demo_model.fmt import change, fiscal_year, money, period, table
 from demo_model.results import Series, as_series, reason_of, rows, text_of, valued
+from demo_model.shapes_chat import holdings, what_i_can_answer
 from demo_model.understand import Question
 
-__all__ = ["balance_sheet", "compare", "rank"]
+__all__ = ["balance_sheet", "compare", "overview", "rank"]
 
 Entry = tuple[Series, list[dict[str, Any]]]
 
@@ -52,16 +53,20 @@ def compare(q: Question, conv: Conversation) -> str:
                      filing_ref(latest, s.cik)])  # fmt: skip
     top, top_rows = entries[0]
     which = f"fiscal year {wanted}" if wanted else "latest fiscal year"
-    text = [
+    # What could not be compared comes first, said plainly: the table is then only part.
+    text = [*failures, ""] if failures else []
+    text += [
         f"{cap(label)}, {which} of each company (XBRL data):", "",
         table(["Company", "Period", cap(label), "vs. prior year", "Reported in"], body), "",
-        f"**{top.company}** reports the largest {label}: {money(top_rows[0]['value'], top.unit)}.",
     ]  # fmt: skip
+    if len(entries) > 1:
+        largest = money(top_rows[0]["value"], top.unit)
+        text.append(f"**{top.company}** reports the largest {label}: {largest}.")
     if len({r[0]["end"][5:] for _, r in entries}) > 1:
         text.append(
             "Their fiscal years end on different dates, so the periods differ (see Period)."
         )
-    return "\n".join([*text, "", *failures] if failures else text)
+    return "\n".join(text).strip()
 
 
 BALANCE_SHEET = (
@@ -131,3 +136,46 @@ def _rank_row(n: int, row: dict[str, Any], step: Step, unit: str) -> list[str]:
     value = money(row.get("value") or 0, unit)
     concept = f"`{step.input.get('concept')}`"
     return [str(n), str(row.get("entity")), value, span, concept, str(row.get("accession_number"))]
+
+
+OVERVIEW = (
+    ("revenue", "Revenue"),
+    ("gross_profit", "Gross profit"),
+    ("operating_income", "Operating income"),
+    ("net_income", "Net income"),
+    ("eps_diluted", "Diluted EPS"),
+    ("operating_cash_flow", "Operating cash flow"),
+)
+
+
+def overview(q: Question, conv: Conversation) -> str:
+    """Key figures of the latest fiscal year and the one before, all of the same years."""
+    step = series_steps(conv)[0]
+    data = step.data if isinstance(step.data, dict) and not step.is_error else {}
+    metrics, company = data.get("metrics"), data.get("company")
+    if not isinstance(metrics, dict) or not isinstance(company, dict):
+        firm = q.firms[0]
+        return f"{failed(step)}\n\n{holdings(firm)} {what_i_can_answer(firm)}"
+    years: list[dict[str, Any]] = []
+    body = []
+    for key, label in OVERVIEW:
+        found = metrics.get(key)
+        annual = valued(found.get("annual")) if isinstance(found, dict) else []
+        years = years or annual[:2]
+        if not annual or not years or annual[0]["end"] != years[0]["end"]:
+            continue  # never a figure of another year than the table's
+        unit = str(found.get("unit") or "USD") if isinstance(found, dict) else "USD"
+        prev = annual[1] if len(annual) > 1 and len(years) > 1 else None
+        moved = change(annual[0]["value"], prev["value"]) if prev else "–"
+        body.append([label, money(annual[0]["value"], unit),
+                     money(prev["value"], unit) if prev else "–", moved])  # fmt: skip
+    if not body:
+        return f"{company.get('name', 'The company')} reports none of the key annual figures."
+    heads = [f"FY{fiscal_year(r)}" for r in years] + ["–"] * (2 - len(years))
+    intro = (
+        f"**{company.get('name')}**, key figures of {period(years[0], 'annual')} and the year "
+        f"before (XBRL, from its {filing_ref(years[0], company.get('cik'))}):"
+    )
+    table_ = table(["Figure", heads[0], heads[1], "Change"], body)
+    more = f'For the balance sheet, ask "Show {q.firms[0].label}\'s balance sheet".'
+    return "\n".join([intro, "", table_, "", more])

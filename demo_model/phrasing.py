@@ -33,9 +33,17 @@ THANKS = re.compile(
 )
 
 # Questions with no answer in reported SEC data (or none this demo can read), and why.
-# The first two hold even when the question names a figure ("revenue guidance").
-_STRONG = 2
+# The first rule is for figures only (a filing list may name a quarter); the next two hold
+# even when the question names a figure ("revenue guidance"); the rest only when it does not.
+_STRONG = 3
 _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\bq[1-4]\s*'?(?:fy)?\s*(?:19|20)?\d{2}\b|\b(?:19|20)\d{2}\s*q[1-4]\b|"
+                   r"\b(?:first|second|third|fourth) (?:fiscal )?quarter\b", re.I),
+        "a named quarter (\"Q4 2025\") is a fiscal quarter for the company but a calendar "
+        "one in XBRL, and I won't guess which you mean; ask for \"last quarter\" or a "
+        "fiscal year",
+    ),
     (
         re.compile(r"\bguidance\b|\bforecast|\boutlook\b|\bprojections?\b|\bestimates?\b|"
                    r"\bnext (?:quarter|year)\b|\bexpect(?:ed|s)? to\b", re.I),
@@ -81,6 +89,7 @@ def _corrected(word: str) -> str:
 def unsupported_reason(text: str, names_a_figure: bool) -> str | None:
     """Why a question is outside what the demo can answer, when a rule says so."""
     for n, (pattern, why) in enumerate(_UNSUPPORTED):
-        if pattern.search(text) and (n < _STRONG or not names_a_figure):
+        applies = names_a_figure if n == 0 else (n < _STRONG or not names_a_figure)
+        if applies and pattern.search(text):
             return why
     return None

@@ -45,6 +45,7 @@ PLANS: dict[Intent, Plan] = {
     "trend": facts.plan_trend,
     "compare": facts.plan_compare,
     "balance_sheet": facts.plan_balance_sheet,
+    "overview": facts.plan_overview,
     "rank": facts.plan_rank,
     "full_text": search.plan_full_text,
     "web": search.plan_web,

@@ -16,7 +16,14 @@ from demo_model.shapes_filings import FILINGS, filings_call, unavailable
 from demo_model.understand import Question
 from demo_model.vocab import METRIC_BY_KEY, Metric
 
-__all__ = ["plan_balance_sheet", "plan_compare", "plan_metric", "plan_rank", "plan_trend"]
+__all__ = [
+    "plan_balance_sheet",
+    "plan_compare",
+    "plan_metric",
+    "plan_overview",
+    "plan_rank",
+    "plan_trend",
+]
 
 FACTS = "get_sec_company_facts"
 FRAMES = "get_sec_xbrl_frames"
@@ -122,6 +129,13 @@ def plan_compare(q: Question, conv: Conversation) -> Next | str:
         )
         return Next(say, calls)
     return _answer_or_unavailable(q, conv, compare_answers.compare)
+
+
+def plan_overview(q: Question, conv: Conversation) -> Next | str:
+    if conv.can(FACTS) and not conv.done(FACTS):
+        say = f"I'll fetch the key figures {q.firms[0].label} reports in its XBRL data."
+        return Next(say, (Call(FACTS, {"company_identifier": q.firms[0].ticker}),))
+    return _answer_or_unavailable(q, conv, compare_answers.overview)
 
 
 def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:

@@ -19,11 +19,21 @@ __all__ = ["Intent", "Question", "Span", "understand"]
 Intent = Literal[
     "help", "greeting", "thanks", "unsupported", "lookup", "unknown_company", "filings",
     "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet", "rank",
-    "full_text", "web",
+    "overview", "full_text", "web",
 ]  # fmt: skip
 CHAT: frozenset[Intent] = frozenset({"help", "greeting", "thanks", "unsupported"})
 NEEDS_FIRM: frozenset[Intent] = frozenset(
-    {"filings", "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet"}
+    {
+        "filings",
+        "latest_filing",
+        "section",
+        "exec",
+        "metric",
+        "trend",
+        "compare",
+        "balance_sheet",
+        "overview",
+    }
 )
 _CUES = {
     "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
@@ -39,6 +49,9 @@ _CUES = {
     "read": r"\bsays?\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|"
     r"\bannounce|\bwhat did\b",
     "prices": r"market cap|stock price|share price|\bvaluation\b|price target|trading at",
+    "overview": r"\bhow (?:did|does|is|was) .{1,40} (?:do|doing|perform|performing|going)\b|"
+    r"\bresults\b|\bfinancials\b|\bfundamentals\b|key (?:figures|metrics|numbers)|"
+    r"\boverview\b|tell me about|\bsummary of\b",
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
 _LAST_QUARTER = re.compile(
@@ -164,6 +177,8 @@ def _figures_or_filings(
     if forms or re.search(r"\bfil(?:ings?|ed)\b|\breports?\b|\bdocuments?\b", text, re.I):
         read = _cue("read", text) and not find_limit(text)
         return "latest_filing" if len(forms) == 1 and read else "filings"
+    if has_firm and (_cue("overview", text) or len(text.split()) <= 2):
+        return "overview"  # "How did Apple do last year?", or just "Tesla"
     return "unsupported" if has_firm else "help"
 
 

@@ -173,6 +173,7 @@ ALIASES: dict[str, str] = {
     "goldman sachs": "goldman sachs group", "coca cola": "coca cola", "coke": "coca cola",
     "nvidia": "nvidia", "tesla": "tesla", "apple": "apple", "microsoft": "microsoft",
     "alphabet": "alphabet", "snowflake": "snowflake", "adobe": "adobe",
+    "amd": "advanced micro devices", "intel": "intel", "netflix": "netflix",
 }  # fmt: skip
 
 # Tickers of well-known companies, as people type them in lowercase ("nvda revenue").

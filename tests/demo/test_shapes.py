@@ -344,3 +344,33 @@ async def test_figures_computed_from_two_facts(
     assert set(run.turns_of(FACTS)) == {1}  # every part fetched at once, in parallel
     for fact in facts:
         assert fact in run.answer
+
+
+async def test_key_figures_of_one_year(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "How did Apple do last year?")
+    assert run.inputs(FACTS) == [{"company_identifier": "AAPL"}]  # the key-metrics summary
+    metrics = result_of(run, FACTS)["metrics"]
+    latest = metrics["revenue"]["annual"][0]
+    assert "| Figure | FY2025 | FY2024 | Change |" in run.answer
+    for key in ("revenue", "net_income", "operating_cash_flow"):
+        assert metrics[key]["annual"][0]["end"] == latest["end"]  # one year, every row
+    assert "| Net income | $112.0 billion | $93.7 billion |" in run.answer
+
+
+async def test_key_figures_outside_the_snapshot(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "Tell me about Microsoft")
+    assert run.answer.startswith("I couldn't get the key figures of MSFT: the offline snapshot")
+    assert "What has Microsoft filed recently?" in run.answer
+
+
+async def test_a_comparison_with_a_missing_company(demo_gateway: Client, toolset: Toolset) -> None:
+    """AMD is not in the snapshot: that comes first, and no 'largest' is claimed."""
+    run = await grounded_run(demo_gateway, toolset, "nvidia vs amd revenue")
+    assert run.answer.startswith("I couldn't get the revenue of AMD")
+    assert "largest" not in run.answer and "$215.9 billion" in run.answer
+
+
+async def test_a_named_quarter_is_not_guessed(demo_gateway: Client) -> None:
+    run = await ask(demo_gateway, "revenue of apple in q4 2025")
+    assert run.uses == [] and run.answer.startswith("I can't answer that about Apple")
+    assert "last quarter" in run.answer
