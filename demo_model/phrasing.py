@@ -56,6 +56,14 @@ _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
         "don't extract",
     ),
     (
+        re.compile(r"\bwho (?:sits|is|are) (?:on|in) .{0,30}\bboard\b|\bboard members\b|"
+                   r"\bwho (?:is|are|runs) (?:the )?(?:ceo|cfo|chair\w*|directors?|"
+                   r"executives?|officers?|management)\b", re.I),
+        "who holds a post today is listed in the proxy statement (DEF 14A), which I can't "
+        "read here; I can find the executive and board changes reported in 8-Ks (ask \"Any "
+        "executive changes at ...?\")",
+    ),
+    (
         re.compile(r"\b(?:paid|pay|salary|salaries|compensation|bonus(?:es)?)\b", re.I),
         "executive pay is reported in the proxy statement (DEF 14A), which I can't read here",
     ),
