@@ -2,35 +2,45 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two stamps: `make run` installs what the service runs on; the checks add the dev tools.
+RUNTIME := $(VENV)/.installed-runtime
+STAMP := $(VENV)/.installed-dev
 
-.PHONY: install fmt lint typecheck test check run bench bench-quick snapshot clean
+.PHONY: install install-runtime fmt lint typecheck test check run bench bench-quick snapshot clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(VENV)/bin/pip:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+
+$(RUNTIME): pyproject.toml | $(VENV)/bin/pip
+	$(PY) -m pip install -q -e .
+	touch $(RUNTIME)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/pip
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(RUNTIME) $(STAMP)
+
+install-runtime: $(RUNTIME)
 
 install: $(STAMP)
 
 fmt: install
-	$(PY) -m ruff format gateway tools tests bench
-	$(PY) -m ruff check --fix gateway tools tests bench
+	$(PY) -m ruff format gateway demo_model tools tests bench
+	$(PY) -m ruff check --fix gateway demo_model tools tests bench
 
 lint: install
-	$(PY) -m ruff format --check gateway tools tests bench
-	$(PY) -m ruff check gateway tools tests bench
+	$(PY) -m ruff format --check gateway demo_model tools tests bench
+	$(PY) -m ruff check gateway demo_model tools tests bench
 
 typecheck: install
-	$(PY) -m mypy gateway tools tests bench
+	$(PY) -m mypy gateway demo_model tools tests bench
 
 test: install
 	$(PY) -m pytest -q
 
 check: lint typecheck test
 
-run: install
+run: install-runtime
 	$(PY) -m gateway
 
 bench: install
@@ -39,7 +49,7 @@ bench: install
 bench-quick: install
 	$(PY) -m bench --quick
 
-snapshot: install
+snapshot: install-runtime
 	$(PY) -m tools.sec.build_snapshot
 
 clean:

@@ -73,7 +73,7 @@ async def _open(
 
 async def _start_demo(stack: contextlib.AsyncExitStack, settings: Settings) -> str:
     """The demo model's server, on a free loopback port for as long as the app runs."""
-    from gateway.demo import create_demo_app
+    from demo_model import create_demo_app
 
     runner = web.AppRunner(
         create_demo_app(delay_s=settings.gateway_demo_pacing_ms / 1000), access_log=None

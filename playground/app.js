@@ -11,7 +11,7 @@ import { h } from './dom.js';
 import { clearAll, debugSnapshot, exportDebug, exportHtml } from './exports.js';
 import { loadHealth } from './health.js';
 import { renderMarkdown } from './markdown.js';
-import { $, nearBottom, state, ui } from './page.js';
+import { $, noteScroll, state, ui } from './page.js';
 
 const EXAMPLES = [
   "Find Tesla's 10-K filings since 2020",
@@ -66,9 +66,7 @@ function wire() {
   $('btn-export-html').addEventListener('click', exportHtml);
   $('btn-export-debug').addEventListener('click', exportDebug);
   $('health-refresh').addEventListener('click', loadHealth);
-  window.addEventListener('scroll', () => {
-    state.autoScroll = nearBottom();
-  }, { passive: true });
+  window.addEventListener('scroll', noteScroll, { passive: true });
   const examples = $('examples');
   for (const question of EXAMPLES) {
     const chip = h('button', { type: 'button', class: 'example' }, question);

@@ -1,7 +1,7 @@
 // Talking to the gateway about a run: stream it, re-attach after a drop, stop it, or ask
 // for the whole answer at once.
 
-import { formatMs } from './dom.js';
+import { formatMs, plural } from './dom.js';
 import { dispatch, fail, setTrace } from './handlers.js';
 import { tokensText } from './panels.js';
 import { authHeaders, log, readError, sleep, state, status, timeline } from './page.js';
@@ -201,7 +201,7 @@ function showResearch(run, body) {
   setTrace(run, body.trace_id);
   renderResearch(run.view, body);
   const calls = body.toolCalls?.length ?? 0;
-  const facts = [formatMs(run.durationMs), `${body.turns ?? '?'} turns`, `${calls} tool calls`, tokensText(body.usage)];
+  const facts = [formatMs(run.durationMs), plural(body.turns, 'turn'), plural(calls, 'tool call'), tokensText(body.usage)];
   run.view.finish({ state: 'done', outcome: body.outcome ?? body.stop_reason, traceId: run.traceId, facts });
   status.set({
     state: 'done',
@@ -213,5 +213,5 @@ function showResearch(run, body) {
     run_id: body.run_id,
     session_id: body.session_id,
   });
-  timeline.add('final', `Finished: ${body.outcome ?? body.stop_reason}`, `${formatMs(run.durationMs)} · ${calls} tool calls`, { status: 'ok' });
+  timeline.add('final', `Finished: ${body.outcome ?? body.stop_reason}`, `${formatMs(run.durationMs)} · ${plural(calls, 'tool call')}`, { status: 'ok' });
 }

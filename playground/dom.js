@@ -39,6 +39,12 @@ export function formatCount(n) {
   return (n ?? 0).toLocaleString('en-US');
 }
 
+/** "1 tool", "3 tools", "? turns" when the count is unknown. */
+export function plural(n, noun, many = `${noun}s`) {
+  if (n === null || n === undefined || Number.isNaN(Number(n))) return `? ${many}`;
+  return `${formatCount(Number(n))} ${Number(n) === 1 ? noun : many}`;
+}
+
 export function formatBytes(n) {
   if (n === null || n === undefined) return '';
   if (n < 1024) return `${n} B`;

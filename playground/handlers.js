@@ -1,10 +1,10 @@
 // One handler per event `type` (and one per tool-call phase). `dispatch` de-duplicates by
 // `seq`, records the event, and hands it to its handler.
 
-import { formatMs } from './dom.js';
+import { formatMs, plural } from './dom.js';
 import { showUpstream } from './health.js';
 import { tokensText } from './panels.js';
-import { followBottom, log, state, status, timeline } from './page.js';
+import { followAnswer, log, state, status, timeline } from './page.js';
 
 // max_turns counts tool rounds; the answer takes one more model call than that.
 function turnText(run) {
@@ -59,7 +59,7 @@ const handlers = {
     setTrace(run, ev.trace_id);
     status.set({ state: 'streaming', run_id: ev.run_id, session_id: ev.session_id });
     run.view.setWaiting('the model is working…');
-    timeline.add('info', 'Started', [ev.model, ev.upstream, `${ev.tools ?? '?'} tools`].filter(Boolean).join(' · '));
+    timeline.add('info', 'Started', [ev.model, ev.upstream, plural(ev.tools, 'tool')].filter(Boolean).join(' · '));
   },
   turn_start(run, ev) {
     run.view.endText();
@@ -99,7 +99,7 @@ const handlers = {
   turn_complete(run, ev) {
     run.view.endText();
     addUsage(run, ev.usage);
-    const detail = [ev.stop_reason, `${ev.tool_count ?? 0} tools`, tokensText(ev.usage)].join(' · ');
+    const detail = [ev.stop_reason, plural(ev.tool_count ?? 0, 'tool'), tokensText(ev.usage)].join(' · ');
     timeline.add('turn-done', `Turn ${ev.turn} done`, detail);
   },
   warning(run, ev) {
@@ -117,7 +117,7 @@ const handlers = {
       state: 'done',
       outcome: ev.outcome,
       traceId: run.traceId,
-      facts: [formatMs(run.durationMs), `${ev.turns ?? run.turn} turns`, `${ev.tool_calls ?? run.toolCalls} tool calls`, tokensText(usage)],
+      facts: [formatMs(run.durationMs), plural(ev.turns ?? run.turn, 'turn'), plural(ev.tool_calls ?? run.toolCalls, 'tool call'), tokensText(usage)],
     });
     status.set({
       state: 'done',
@@ -164,5 +164,5 @@ export function dispatch(run, ev) {
   const handler = handlers[ev.type];
   if (handler) handler(run, ev);
   else timeline.add('warning', 'Unknown event', String(ev.type));
-  followBottom();
+  followAnswer();
 }

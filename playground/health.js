@@ -1,6 +1,6 @@
 // The gateway's health and which upstream answers: shown in the header.
 
-import { h } from './dom.js';
+import { h, plural } from './dom.js';
 import { $, log, state } from './page.js';
 
 const UPSTREAM_NOTES = { demo: 'offline demo model, rule-based', anthropic: 'Anthropic Messages API' };
@@ -32,7 +32,7 @@ export async function loadHealth() {
     $('health-status').textContent = body.status ?? (response.ok ? 'healthy' : `HTTP ${response.status}`);
     if (body.upstream) showUpstream(body.upstream);
     const toolCount = body.tools?.count ?? (Number.isInteger(body.tools) ? body.tools : null);
-    $('health-model').textContent = [body.model, body.version && `v${body.version}`, toolCount !== null && `${toolCount} tools`]
+    $('health-model').textContent = [body.model, body.version && `v${body.version}`, toolCount !== null && plural(toolCount, 'tool')]
       .filter(Boolean)
       .join(' · ');
     const chips = Object.entries(backendsOf(body)).map(([name, mode]) =>

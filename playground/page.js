@@ -41,18 +41,62 @@ export function authHeaders(extra = {}) {
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
 }
 
-export function nearBottom() {
-  const doc = document.documentElement;
-  return window.innerHeight + window.scrollY >= doc.scrollHeight - 120;
+// Following the answer. On a phone the side panels sit below the transcript, so the
+// bottom of the page is not where the answer grows: follow the end of the transcript.
+// And never scroll a tool that is still working under the sticky run bar: its name is
+// what the reader is watching.
+const FOLLOW_SLACK_PX = 120;
+const BELOW_BAR_PX = 6;
+
+function answerEnd() {
+  return ui.transcript.getBoundingClientRect().bottom;
+}
+
+/** The header of the newest tool card that has not finished, if any. */
+function workingToolHead() {
+  const cards = ui.transcript.querySelectorAll('.tool');
+  const last = cards[cards.length - 1];
+  if (!last || ['ok', 'error', 'interrupted'].includes(last.dataset.status)) return null;
+  return last.querySelector('.tool-head');
+}
+
+/** How far the page may scroll down before the working tool's name goes under the bar. */
+function headroom() {
+  const head = workingToolHead();
+  if (!head) return Infinity;
+  const barBottom = status.bar.getBoundingClientRect().bottom;
+  return head.getBoundingClientRect().top - Math.max(barBottom, 0) - BELOW_BAR_PX;
+}
+
+/** Is the reader following the answer: its end on (or just below) the screen, or the
+ * page held where the working tool's name shows just below the run bar? */
+export function followingAnswer() {
+  const end = answerEnd();
+  if (end >= 0 && end <= window.innerHeight + FOLLOW_SLACK_PX) return true;
+  const room = headroom();
+  return room >= -BELOW_BAR_PX && room <= FOLLOW_SLACK_PX;
 }
 
 let scrollFrame = null;
-export function followBottom() {
+let ownScrollY = null; // where the page last scrolled itself; a scroll there is not the reader
+
+export function followAnswer() {
   if (!state.autoScroll || scrollFrame !== null) return;
   scrollFrame = requestAnimationFrame(() => {
     scrollFrame = null;
-    window.scrollTo({ top: document.documentElement.scrollHeight });
+    const overflow = answerEnd() - window.innerHeight + BELOW_BAR_PX;
+    const step = Math.min(overflow, Math.max(headroom(), 0));
+    if (step <= 0) return;
+    window.scrollBy({ top: step });
+    ownScrollY = window.scrollY;
   });
+}
+
+/** On scroll: the reader keeps following only while the answer's end stays in view. */
+export function noteScroll() {
+  if (ownScrollY !== null && Math.abs(window.scrollY - ownScrollY) < 2) return;
+  ownScrollY = null;
+  state.autoScroll = followingAnswer();
 }
 
 export function setBusy(busy) {

@@ -2,7 +2,7 @@
 // about it so far, and the ticker that keeps its elapsed time moving.
 
 import { formatMs } from './dom.js';
-import { followBottom, setBusy, state, status, timeline, ui } from './page.js';
+import { followAnswer, setBusy, state, status, timeline, ui } from './page.js';
 import { AssistantMessage, userMessage } from './transcript.js';
 
 // ------------------------------------------------------------------ the request
@@ -59,7 +59,7 @@ export function newRun(mode, request) {
   timeline.startRun(`${mode === 'research' ? 'Non-streaming' : 'Stream'}: ${request.query.slice(0, 60)}`);
   setBusy(true);
   startTicker(run);
-  followBottom();
+  followAnswer();
   return run;
 }
 

@@ -11,10 +11,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
-import gateway.demo.server as demo_server
+from demo_model import create_demo_app
+from demo_model.companies import CompanyIndex, load_index
 from gateway.app import create_app
-from gateway.demo import create_demo_app
-from gateway.demo.companies import CompanyIndex, load_index
 from gateway.settings import Settings
 from tools import ToolsConfig, Toolset, open_toolset
 
@@ -27,12 +26,6 @@ def index() -> CompanyIndex:
     return asyncio.run(load_index())
 
 
-@pytest.fixture(autouse=True)
-def no_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gateway creates the demo app with the default pacing; tests run unpaced."""
-    monkeypatch.setattr(demo_server, "PACING_S", 0.0)
-
-
 def demo_settings(**overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "gateway_upstream": "demo",
@@ -42,6 +35,7 @@ def demo_settings(**overrides: Any) -> Settings:
         "sdk_max_turns": 10,
         "gateway_resume_grace_s": 0.3,
         "gateway_heartbeat_s": 5.0,
+        "gateway_demo_pacing_ms": 0,  # unpaced: the demo tests run about three times faster
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

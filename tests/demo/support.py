@@ -1,7 +1,7 @@
 """Running a question through /api/stream, and checking that an answer states only facts
 the tools returned: accession numbers, dates, CIKs and fiscal years found in the results,
 dollar amounts that are reported values (rounded as printed), and percentages that are
-quoted or computed from two reported values."""
+quoted or computed from two reported values (a change, a growth rate, a margin)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def _near(value: float, decimals: int, scale: float, numbers: set[float]) -> set
 
 
 def _derivable(percent: float, values: set[float]) -> bool:
+    """A change between two reported values, a compound growth rate, or a share of one in
+    another (a margin: gross profit over revenue)."""
     for a, b in itertools.permutations(values, 2):
+        if b > 0 and abs(a / b * 100 - percent) <= 0.051:
+            return True
         if b <= 0 or a <= 0:
             continue
         if abs((a / b - 1) * 100 - percent) <= 0.051:
@@ -139,6 +143,29 @@ def _derivable(percent: float, values: set[float]) -> bool:
     return False
 
 
+def _unsupported_amounts(text: str, corpus: str, numbers: set[float]) -> list[str]:
+    """Dollar amounts that are neither reported values nor the difference of two reported
+    values printed beside them (free cash flow: operating cash flow less capex)."""
+    printed: list[float] = []
+    computed: list[tuple[str, float, float]] = []
+    for sign, amount, decimals, word in _SCALED.findall(text):
+        if f"${amount} {word}" in corpus:
+            continue  # quoted from a filing's text
+        value = float(amount.replace(",", "")) * _SCALE[word] * (-1 if sign else 1)
+        near = _near(value, len(decimals), _SCALE[word], numbers)
+        printed.extend(near)
+        if not near:
+            tolerance = 0.5 * 10 ** -len(decimals) * _SCALE[word]
+            computed.append((f"{sign}${amount} {word}", value, tolerance))
+    return [
+        shown
+        for shown, value, tolerance in computed
+        if not any(
+            abs(a - b - value) <= 2 * tolerance for a, b in itertools.permutations(printed, 2)
+        )
+    ]
+
+
 def ungrounded(text: str, sources: list[str]) -> list[str]:
     """Facts in `text` that the tool results do not support (empty when all are)."""
     corpus = "\n".join(sources)
@@ -147,12 +174,7 @@ def ungrounded(text: str, sources: list[str]) -> list[str]:
     problems += [f"date {d}" for d in _DATE.findall(text) if d not in corpus]
     problems += [f"CIK {c}" for c in _CIK.findall(text) if c not in corpus]
     problems += [f"FY{y}" for y in _FISCAL_YEAR.findall(text) if f"{y}-" not in corpus]
-    for sign, amount, decimals, word in _SCALED.findall(text):
-        if f"${amount} {word}" in corpus:
-            continue  # quoted from a filing's text
-        value = float(amount.replace(",", "")) * _SCALE[word] * (-1 if sign else 1)
-        if not _near(value, len(decimals), _SCALE[word], numbers):
-            problems.append(f"{sign}${amount} {word}")
+    problems += _unsupported_amounts(text, corpus, numbers)
     for sign, amount in _PER_SHARE.findall(text):
         value = float(amount.replace(",", "")) * (-1 if sign else 1)
         if value not in numbers and f"${amount}" not in corpus:

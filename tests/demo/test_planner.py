@@ -11,15 +11,15 @@ from typing import Any
 import orjson
 import pytest
 
-import gateway.demo
-from gateway.demo.companies import CompanyIndex
-from gateway.demo.conversation import read_request
-from gateway.demo.planner import MAX_TURNS, respond
-from gateway.demo.reply import Call, Reply, Say
+import demo_model
+from demo_model.companies import CompanyIndex
+from demo_model.conversation import read_request
+from demo_model.planner import MAX_TURNS, respond
+from demo_model.reply import Call, Reply, Say
 from tools import all_tools
 
 ALL_TOOLS = [t.name for t in all_tools()]
-QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
 TESLA_LOOKUP = {
     "matches": [{"ticker": "TSLA", "name": "Tesla, Inc.", "cik": 1318605, "exchange": "Nasdaq"}]
 }
@@ -100,7 +100,8 @@ def test_a_turn_cap_ends_long_conversations(index: CompanyIndex) -> None:
     failing = [("get_sec_company_facts", {"company_identifier": "TSLA"}, "Down.", True)]
     body = conversation("How has Tesla's revenue grown?", *[failing] * MAX_TURNS)
     reply = plan(index, body)
-    assert reply.calls == [] and "Down." in reply.text
+    assert reply.calls == [] and "the tool reported an error" in reply.text
+    assert "Down." not in reply.text  # a tool's own message is never pasted into the answer
 
 
 def test_stateless_and_deterministic(index: CompanyIndex) -> None:
@@ -125,12 +126,13 @@ def test_an_unreadable_document_means_trying_the_next(index: CompanyIndex) -> No
     [first] = plan(index, body).calls
     assert first.input == {"url": "https://www.sec.gov/Archives/new.htm", "max_chars": 20_000,
                            "section": "Item 1A"}  # fmt: skip
-    failed = ("get_sec_filing", first.input, "https://www.sec.gov/Archives/new.htm is gone.", True)
+    gone = "https://www.sec.gov/Archives/new.htm is not in the offline EDGAR snapshot."
+    failed = ("get_sec_filing", first.input, gone, True)
     body = conversation("What are Apple's risk factors?", [listed], [failed],
                         tools=["search_sec_filings", "get_sec_filing"])  # fmt: skip
     reply = plan(index, body)
     assert reply.calls[0].input["url"] == "https://www.sec.gov/Archives/old.htm"
-    assert "could not be read (it is gone)" in reply.text
+    assert "could not be read (the offline snapshot does not hold this document)" in reply.text
     page = {"url": "https://www.sec.gov/Archives/old.htm", "section": "Item 1A",
             "heading": "Item 1A. Risk Factors", "total_chars": 300, "next_offset": None,
             "text": "Item 1A. Risk Factors\nSupply Risks\n"

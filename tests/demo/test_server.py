@@ -12,7 +12,7 @@ import pytest
 from aiohttp import ClientSession
 from pytest_aiohttp import AiohttpServer
 
-from gateway.demo import create_demo_app
+from demo_model import create_demo_app
 from tools import all_tools
 from tools.registry import ToolRegistry
 
@@ -185,10 +185,110 @@ async def test_a_bug_is_an_api_error(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError
 
-    monkeypatch.setattr("gateway.demo.server.respond", broken)
+    monkeypatch.setattr("demo_model.server.respond", broken)
     with pytest.raises(anthropic.InternalServerError) as raised:
         await sdk.messages.create(**request("What is the CIK of Marvell?"))
     assert raised.value.body == {
         "type": "error",
         "error": {"type": "api_error", "message": "The demo model failed on this request."},
     }
+
+
+async def test_models_api_describes_the_demo(sdk: anthropic.AsyncAnthropic) -> None:
+    info = await sdk.models.retrieve("demo")
+    assert (info.type, info.id, info.lifecycle) == ("model", "demo", "active")
+    assert info.display_name == "Demo research model (offline)"
+    assert (info.max_input_tokens, info.max_tokens) == (200_000, 64_000)
+    assert info.created_at.year >= 2025 and info.deprecated_at is None
+    caps = info.capabilities
+    assert caps is not None
+    types = caps.thinking.types
+    assert caps.thinking.supported and types.adaptive.supported and types.enabled.supported
+    assert types.disabled.supported and not types.between_tools.supported
+    effort = caps.effort
+    assert effort.supported and effort.low.supported and effort.medium.supported
+    assert effort.high.supported and not effort.max.supported
+    assert not caps.structured_outputs.supported and not caps.citations.supported
+    assert not caps.server_tools.supported
+    # Every capability key is present, as the API promises ("Keys are always present").
+    raw = caps.model_dump()
+    assert set(raw) == set(type(caps).model_fields) and all(v is not None for v in raw.values())
+
+
+async def test_models_api_knows_no_other_model(sdk: anthropic.AsyncAnthropic) -> None:
+    with pytest.raises(anthropic.NotFoundError) as raised:
+        await sdk.models.retrieve("claude-sonnet-4-5-20250929")
+    assert raised.value.body == {
+        "type": "error",
+        "error": {"type": "not_found_error", "message": "model: claude-sonnet-4-5-20250929"},
+    }
+
+
+def todays_request(question: str, **extra: Any) -> dict[str, Any]:
+    """A request as the gateway sends it today: system blocks, cache breakpoints, effort."""
+    cached = {"cache_control": {"type": "ephemeral"}}
+    tools = [dict(t) for t in TOOLS]
+    tools[-1] = {**tools[-1], **cached}
+    body = request(question, tools=tools, output_config={"effort": "medium"})
+    body["system"] = [
+        {"type": "text", "text": "You research public companies.", **cached},
+        {"type": "text", "text": "Today's date is 2026-03-10."},
+    ]
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": question, **cached}]}]
+    body.update(extra)
+    return body
+
+
+async def test_accepts_todays_request_forms(sdk: anthropic.AsyncAnthropic) -> None:
+    body = todays_request("What has Marvell filed recently?", thinking={"type": "adaptive"})
+    async with sdk.messages.stream(**body) as stream:
+        message = await stream.get_final_message()
+    assert message.model == "demo"
+    assert [b.type for b in message.content] == ["thinking", "text", "tool_use"]
+    quiet = await sdk.messages.create(**{**body, "thinking": {"type": "disabled"}})
+    assert quiet.model == "demo" and [b.type for b in quiet.content] == ["text", "tool_use"]
+
+
+async def test_message_start_names_the_demo(demo_server_url: str) -> None:
+    events = await raw_events(demo_server_url, todays_request("Show Apple's EPS history"))
+    assert events[0]["message"]["model"] == "demo"
+
+
+async def test_structured_outputs_are_refused(sdk: anthropic.AsyncAnthropic) -> None:
+    schema = {"type": "object", "properties": {"cik": {"type": "string"}}}
+    body = todays_request("What is the CIK of Marvell?")
+    body["output_config"] = {"effort": "low", "format": {"type": "json_schema", "schema": schema}}
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        await sdk.messages.create(**body)
+    error = raised.value.body
+    assert isinstance(error, dict) and error["error"]["type"] == "invalid_request_error"
+    assert "output_config.format" in error["error"]["message"]
+
+
+async def test_a_note_after_tool_results_is_not_a_question(sdk: anthropic.AsyncAnthropic) -> None:
+    body = todays_request("Find Tesla's 10-K filings since 2020")
+    first = await sdk.messages.create(**body)
+    [use] = [b for b in first.content if b.type == "tool_use"]
+    lookup = {"matches": [{"ticker": "TSLA", "name": "Tesla, Inc.", "cik": 1318605}]}
+    found = orjson.dumps(lookup).decode()
+    body["messages"] += [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": use.id, "content": found},
+            {"type": "text", "text": "Tool round 1 of 10 is done; 9 rounds remain."},
+        ]},
+    ]  # fmt: skip
+    second = await sdk.messages.create(**body)
+    [listing] = [b for b in second.content if b.type == "tool_use"]
+    assert listing.name == "search_sec_filings"
+    assert listing.input["company_identifier"] == "1318605"
+    assert listing.input["date_after"] == "2020-01-01"
+
+
+async def test_reads_the_date_from_the_second_system_block(sdk: anthropic.AsyncAnthropic) -> None:
+    body = todays_request("Find Tesla's 10-K filings of the last 3 years", tools=[
+        t for t in TOOLS if t["name"] == "search_sec_filings"
+    ])  # fmt: skip
+    message = await sdk.messages.create(**body)
+    [use] = [b for b in message.content if b.type == "tool_use"]
+    assert use.input["date_after"] == "2023-03-10"

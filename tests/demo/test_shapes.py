@@ -4,10 +4,14 @@ tool inputs, facts of the tool results in the answer, and no fact that is not in
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
+import demo_model
 from tests.demo.conftest import Client
 from tests.demo.support import Run, ask, replay, ungrounded
 from tools import Toolset
@@ -254,3 +258,119 @@ async def test_an_8k_of_a_year_found_by_full_text(demo_gateway: Client, toolset:
 async def test_market_prices_are_out_of_scope(demo_gateway: Client) -> None:
     run = await ask(demo_gateway, "What's NVIDIA's market cap?")
     assert run.uses == [] and "Market prices" in run.answer
+
+
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
+EXAMPLES = re.findall(r"^\| \d+ \| [^|]+ \| `\w+` \| ([^|]+) \|", QUESTIONS_MD.read_text(), re.M)
+
+
+@pytest.mark.parametrize("question", [e.strip() for e in EXAMPLES])
+async def test_every_example_in_questions_md(
+    demo_gateway: Client, toolset: Toolset, question: str
+) -> None:
+    """Each example of the demo's own list runs to a grounded answer with no tool error
+    pasted into it."""
+    run = await grounded_run(demo_gateway, toolset, question)
+    assert run.answer.strip()
+    for error in run.phase("tool_error"):
+        words = re.sub(r"https?://\S+", "", error["error"]).strip()[:40]  # links may be cited
+        assert words not in run.answer
+
+
+async def test_margin_from_two_facts(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "What is Apple's gross margin?")
+    assert run.plan() == [[FACTS, FACTS]]
+    assert [a["concept"] for a in run.inputs(FACTS)] == ["gross_profit", "revenue"]
+    profit = result_of(run, FACTS, 0)["units"]["USD"]["annual"][0]
+    revenue = result_of(run, FACTS, 1)["units"]["USD"]["annual"][0]
+    assert profit["end"] == revenue["end"]
+    assert f"**{profit['value'] / revenue['value'] * 100:.1f}%**" in run.answer
+
+
+async def test_follow_up_with_a_new_year(demo_gateway: Client, toolset: Toolset) -> None:
+    first = await ask(demo_gateway, "What was Apple's revenue in 2022?")
+    session = first.final["session_id"]
+    run = await grounded_run(demo_gateway, toolset, "and in 2023?", sessionId=session)
+    assert run.inputs(FACTS)[0]["concept"] == "revenue"
+    assert "FY2023, ended 2023-09-30" in run.answer and "$383.3 billion" in run.answer
+    other = await grounded_run(demo_gateway, toolset, "what about nvidia?", sessionId=session)
+    assert other.inputs(FACTS)[0]["company_identifier"] == "NVDA"
+
+
+async def test_a_year_outside_the_snapshot_is_said_plainly(
+    demo_gateway: Client, toolset: Toolset
+) -> None:
+    run = await grounded_run(demo_gateway, toolset, "What was Tesla's revenue in 2024?")
+    first = run.answer.split(":")[0]
+    assert "has no revenue" in first and "fiscal year 2024" in first and "$" not in first
+    assert "2022-09-30" in run.answer  # where Tesla's figures in the snapshot end
+
+
+async def test_greeting_and_thanks_without_tools(demo_gateway: Client) -> None:
+    hello = await ask(demo_gateway, "hi there")
+    thanks = await ask(demo_gateway, "thanks!", sessionId=hello.final["session_id"])
+    for run in (hello, thanks):
+        assert run.uses == [] and run.final["turns"] == 1
+    assert hello.answer.startswith("Hello!") and len(hello.answer) < 400
+    assert thanks.answer.startswith("You're welcome")
+
+
+async def test_singular_counts(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "Microsoft 10-K filings in 2024")
+    assert "1 filing of form 10-K" in run.answer and "1 filings" not in run.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "facts"),
+    [
+        (
+            "Compare gross margin of Apple and NVIDIA",
+            ["46.9%", "71.1%", "FY2026, ended 2026-01-25"],
+        ),
+        ("Apple gross margin history", ["| FY2018 | 2018-09-29 | 38.3% |", "46.9%"]),
+        (
+            "Tesla free cash flow",
+            ["**$5.01 billion**", "less capital expenditures of $6.48 billion"],
+        ),
+        ("NVIDIA free cash flow", ["I can't compute the free cash flow", "through FY2012"]),
+    ],
+)
+async def test_figures_computed_from_two_facts(
+    demo_gateway: Client, toolset: Toolset, question: str, facts: list[str]
+) -> None:
+    """Margins across companies and years, and free cash flow, all from reported parts;
+    when the parts are not of the same period it says so instead of mixing periods."""
+    run = await grounded_run(demo_gateway, toolset, question)
+    assert set(run.turns_of(FACTS)) == {1}  # every part fetched at once, in parallel
+    for fact in facts:
+        assert fact in run.answer
+
+
+async def test_key_figures_of_one_year(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "How did Apple do last year?")
+    assert run.inputs(FACTS) == [{"company_identifier": "AAPL"}]  # the key-metrics summary
+    metrics = result_of(run, FACTS)["metrics"]
+    latest = metrics["revenue"]["annual"][0]
+    assert "| Figure | FY2025 | FY2024 | Change |" in run.answer
+    for key in ("revenue", "net_income", "operating_cash_flow"):
+        assert metrics[key]["annual"][0]["end"] == latest["end"]  # one year, every row
+    assert "| Net income | $112.0 billion | $93.7 billion |" in run.answer
+
+
+async def test_key_figures_outside_the_snapshot(demo_gateway: Client, toolset: Toolset) -> None:
+    run = await grounded_run(demo_gateway, toolset, "Tell me about Microsoft")
+    assert run.answer.startswith("I couldn't get the key figures of MSFT: the offline snapshot")
+    assert "What has Microsoft filed recently?" in run.answer
+
+
+async def test_a_comparison_with_a_missing_company(demo_gateway: Client, toolset: Toolset) -> None:
+    """AMD is not in the snapshot: that comes first, and no 'largest' is claimed."""
+    run = await grounded_run(demo_gateway, toolset, "nvidia vs amd revenue")
+    assert run.answer.startswith("I couldn't get the revenue of AMD")
+    assert "largest" not in run.answer and "$215.9 billion" in run.answer
+
+
+async def test_a_named_quarter_is_not_guessed(demo_gateway: Client) -> None:
+    run = await ask(demo_gateway, "revenue of apple in q4 2025")
+    assert run.uses == [] and run.answer.startswith("I can't answer that about Apple")
+    assert "last quarter" in run.answer

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import gateway.demo
-from gateway.demo.companies import CompanyIndex
-from gateway.demo.understand import Question, Span, understand
+import demo_model
+from demo_model.companies import CompanyIndex
+from demo_model.understand import Question, Span, understand
 
 TODAY = dt.date(2026, 11, 22)
-QUESTIONS_MD = Path(gateway.demo.__file__).with_name("QUESTIONS.md")
+QUESTIONS_MD = Path(demo_model.__file__).with_name("QUESTIONS.md")
 
 
 def read(index: CompanyIndex, text: str, earlier: tuple[str, ...] = ()) -> Question:
@@ -115,7 +115,20 @@ def test_spans(index: CompanyIndex, text: str, span: Span) -> None:
         ("Look up the ticker for Snowflake", "lookup", ""),
         ('Search filings for "export controls"', "full_text", "export controls"),
         ("Latest news on Tesla", "web", ""),
-        ("hello", "help", ""),
+        ("hello", "greeting", ""),
+        ("thanks!", "thanks", ""),
+        ("Who audits NVIDIA?", "unsupported", ""),
+        ("what risks does apple mention", "section", "Item 1A"),
+        ("Which filings mention cybersecurity?", "full_text", "cybersecurity"),
+        ("Tesla", "overview", ""),
+        ("who is the ceo of tesla", "unsupported", ""),
+        ("who sits on apple's board", "unsupported", ""),
+        ("Any board changes at Apple?", "exec", "Item 5.02"),
+        ("How is NVIDIA doing?", "overview", ""),
+        ("revenue of apple in q4 2025", "unsupported", ""),
+        ("Apple's 10-Q filings for Q2 2025", "filings", "10-Q"),
+        ("nvidia vs amd revenue", "compare", "revenue"),
+        ("nvidias revnue last quarter", "metric", "revenue"),
         ("Tell me a joke", "help", ""),
     ],
 )

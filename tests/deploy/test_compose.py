@@ -107,6 +107,10 @@ def test_dockerfile() -> None:
         for path in source.split():
             if "*" not in path:
                 assert (root / path).exists(), f"COPY source {path} is missing"
+    ignore = (DEPLOY / "Dockerfile.dockerignore").read_text()
+    for package in ("gateway", "demo_model", "tools", "playground"):  # what the app imports
+        assert re.search(rf"^COPY {package} ", text, re.M), package
+        assert f"!{package}/" in ignore, package
 
 
 def test_image_puts_the_playground_where_the_gateway_looks() -> None:

@@ -15,8 +15,8 @@ from pytest_aiohttp import AiohttpServer
 
 from tests.tools.fake_sec import HOST_DIRS, FakeSec
 from tools import ToolContext, ToolOutcome, ToolsConfig, Toolset, open_toolset
+from tools.sec.fixtures import FIXTURES_DIR, unpack
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "sec"
 USER_AGENT = "Research Gateway Tests tests@example.com"
 
 
@@ -50,11 +50,10 @@ def no_network_off_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.fixture
-def fixtures_dir() -> Path:
-    if not (FIXTURES / "MANIFEST.md").is_file():
-        pytest.skip(f"SEC fixtures not found at {FIXTURES}")
-    return FIXTURES.resolve()
+@pytest.fixture(scope="session")
+def fixtures_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's SEC fixtures, unpacked once per test session."""
+    return unpack(FIXTURES_DIR, tmp_path_factory.mktemp("sec-fixtures"))
 
 
 @dataclass

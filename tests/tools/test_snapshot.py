@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,19 @@ async def test_offline_source_refuses_paths_outside_the_snapshot() -> None:
 def test_offline_source_needs_a_snapshot(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="build_snapshot"):
         OfflineSec(tmp_path)
+
+
+def test_bundled_fixtures_match_their_manifest(fixtures_dir: Path) -> None:
+    """Every fixture the repository carries is the recorded file its manifest names."""
+    manifest = (fixtures_dir / "MANIFEST.md").read_text("utf-8")
+    listed = dict(
+        (path, sha) for sha, path in re.findall(r"^([0-9a-f]{12})  (\S+)$", manifest, re.M)
+    )
+    present = {
+        p.relative_to(fixtures_dir).as_posix()
+        for p in fixtures_dir.rglob("*")
+        if p.is_file() and p.name != "MANIFEST.md"
+    }
+    assert present == set(listed)
+    for path, sha in listed.items():
+        assert hashlib.sha1((fixtures_dir / path).read_bytes()).hexdigest()[:12] == sha, path

@@ -1,8 +1,9 @@
-"""Rebuild the bundled EDGAR snapshot from the shared fixtures folder.
+"""Rebuild the bundled EDGAR snapshot from the SEC fixtures (`make snapshot`).
 
     python -m tools.sec.build_snapshot [FIXTURES_DIR]
 
-FIXTURES_DIR defaults to `../shared/fixtures/sec` beside the repository. Files keep their
+FIXTURES_DIR defaults to the repository's `tests/fixtures/sec` (gzipped files, unpacked to
+a temporary folder first); a plain folder of the same layout works too. Files keep their
 URL paths, gzipped with a fixed timestamp so a rebuild is byte-identical; columns the tools
 never read are dropped from the submissions files. `manifest.json` records the companies,
 every filing document with its form and dates (for the offline full-text index), and which
@@ -20,12 +21,12 @@ from typing import Any
 
 import orjson
 
+from tools.sec.fixtures import FIXTURES_DIR, unpacked
 from tools.sec.htmltext import html_to_text
 from tools.sec.offline import SNAPSHOT_DIR
 from tools.sec.submission import header_fields, split_submission
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_FIXTURES = REPO_ROOT / ".." / "shared" / "fixtures" / "sec"
 SUBMISSION_COLUMNS = (
     "accessionNumber",
     "filingDate",
@@ -180,11 +181,12 @@ def build(src: Path, out: Path = SNAPSHOT_DIR) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    src = Path(argv[0]) if argv else DEFAULT_FIXTURES
+    src = Path(argv[0]) if argv else FIXTURES_DIR
     if not (src / "www.sec.gov").is_dir():
         print(f"not an EDGAR fixtures folder: {src}", file=sys.stderr)
         return 2
-    manifest = build(src.resolve())
+    with unpacked(src.resolve()) as plain:
+        manifest = build(plain)
     size = sum(f.stat().st_size for f in SNAPSHOT_DIR.rglob("*") if f.is_file())
     print(
         f"snapshot: {len(manifest['companies'])} companies, {len(manifest['documents'])} "

@@ -1,0 +1,103 @@
+"""How people actually type questions: small typos in the words of finance ("revnue"),
+greetings and thanks, and questions the demo cannot answer, each with the reason it
+gives. Rules over a short vocabulary, so nothing is guessed beyond a letter or two."""
+
+from __future__ import annotations
+
+import re
+
+from demo_model.companies import loose_name, typo_distance
+from demo_model.vocab import STOPWORDS
+
+__all__ = ["GREETING", "THANKS", "correct", "unsupported_reason"]
+
+# The words of finance questions a typo is corrected to (lowercase, whole words).
+_WORDS = frozenset(
+    """revenue revenues income profit profits margin margins dividend dividends outstanding
+    earnings operating liabilities assets equity balance quarter quarterly filings filing
+    shares expenses expense research development depreciation repurchases buybacks capital
+    expenditures financing investing annual report reports executive executives cash flow
+    gross debt latest recent compare history growth statement sheet""".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"\b[a-z]{5,}\b")
+
+GREETING = re.compile(
+    r"^\W*(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening)|yo)"
+    r"(?: there)?[\s!.,]*(?:demo|bot|model)?\W*$",
+    re.I,
+)
+THANKS = re.compile(
+    r"^\W*(?:thanks?|thank you|thx|ty|cheers|much appreciated|great,? thanks?|perfect,? thanks?)"
+    r"(?: (?:so much|a lot|very much))?\W*$",
+    re.I,
+)
+
+# Questions with no answer in reported SEC data (or none this demo can read), and why.
+# The first rule is for figures only (a filing list may name a quarter); the next two hold
+# even when the question names a figure ("revenue guidance"); the rest only when it does not.
+_STRONG = 3
+_UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\bq[1-4]\s*'?(?:fy)?\s*(?:19|20)?\d{2}\b|\b(?:19|20)\d{2}\s*q[1-4]\b|"
+                   r"\b(?:first|second|third|fourth) (?:fiscal )?quarter\b", re.I),
+        "a named quarter (\"Q4 2025\") is a fiscal quarter for the company but a calendar "
+        "one in XBRL, and I won't guess which you mean; ask for \"last quarter\" or a "
+        "fiscal year",
+    ),
+    (
+        re.compile(r"\bguidance\b|\bforecast|\boutlook\b|\bprojections?\b|\bestimates?\b|"
+                   r"\bnext (?:quarter|year)\b|\bexpect(?:ed|s)? to\b", re.I),
+        "forecasts and guidance are not reported figures, and I answer only from what "
+        "companies have reported",
+    ),
+    (
+        re.compile(r"\baudit(?:or|ors|ed|ing)?\b|accounting firm", re.I),
+        "who audits a company is stated in the auditor's report inside its 10-K, which I "
+        "don't extract",
+    ),
+    (
+        re.compile(r"\bwho (?:sits|is|are) (?:on|in) .{0,30}\bboard\b|\bboard members\b|"
+                   r"\bwho (?:is|are|runs) (?:the )?(?:ceo|cfo|chair\w*|directors?|"
+                   r"executives?|officers?|management)\b", re.I),
+        "who holds a post today is listed in the proxy statement (DEF 14A), which I can't "
+        "read here; I can find the executive and board changes reported in 8-Ks (ask \"Any "
+        "executive changes at ...?\")",
+    ),
+    (
+        re.compile(r"\b(?:paid|pay|salary|salaries|compensation|bonus(?:es)?)\b", re.I),
+        "executive pay is reported in the proxy statement (DEF 14A), which I can't read here",
+    ),
+    (
+        re.compile(r"\bemployees?\b|\bheadcount\b|\bworkforce\b|\bstaff\b", re.I),
+        "headcount is not among the XBRL figures I read",
+    ),
+    (
+        re.compile(r"\bmarket share\b|\bcompetitors?\b|\bcustomers?\b|\bsuppliers?\b", re.I),
+        "market share, customers and competitors are not reported figures I can read",
+    ),
+)  # fmt: skip
+
+
+def correct(text: str) -> str:
+    """The question with lowercase words one letter off a finance word put right
+    ("whats nvidias revnue" -> "whats nvidias revenue")."""
+    return _WORD.sub(lambda m: _corrected(m.group()), text)
+
+
+def _corrected(word: str) -> str:
+    if word in _WORDS or word in STOPWORDS or loose_name(word) is not None:
+        return word
+    allowed = 1 if len(word) < 9 else 2
+    for known in sorted(_WORDS):
+        if known[0] == word[0] and typo_distance(word, known) <= allowed:
+            return known
+    return word
+
+
+def unsupported_reason(text: str, names_a_figure: bool) -> str | None:
+    """Why a question is outside what the demo can answer, when a rule says so."""
+    for n, (pattern, why) in enumerate(_UNSUPPORTED):
+        applies = names_a_figure if n == 0 else (n < _STRONG or not names_a_figure)
+        if applies and pattern.search(text):
+            return why
+    return None

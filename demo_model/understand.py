@@ -1,0 +1,227 @@
+"""From a question to what it asks: the kind of question, companies, forms, dates, metrics,
+the filing section, a search phrase. Rules, not a language model; the planner decides
+the tool calls from this."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from demo_model.companies import CompanyIndex, Firm
+from demo_model.phrasing import GREETING, THANKS, correct, unsupported_reason
+from demo_model.spans import Span, find_limit, find_span
+from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
+
+__all__ = ["Intent", "Question", "Span", "understand"]
+
+Intent = Literal[
+    "help", "greeting", "thanks", "unsupported", "lookup", "unknown_company", "filings",
+    "latest_filing", "section", "exec", "metric", "trend", "compare", "balance_sheet", "rank",
+    "overview", "full_text", "web",
+]  # fmt: skip
+CHAT: frozenset[Intent] = frozenset({"help", "greeting", "thanks", "unsupported"})
+NEEDS_FIRM: frozenset[Intent] = frozenset(
+    {
+        "filings",
+        "latest_filing",
+        "section",
+        "exec",
+        "metric",
+        "trend",
+        "compare",
+        "balance_sheet",
+        "overview",
+    }
+)
+_CUES = {
+    "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
+    "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)|"
+    r"\bsearch\b[^\"“']*[\"“']|\bfilings? (?:that )?(?:say|discuss|talk about|refer to)\b",
+    "web": r"\bnews\b|\bweb\b|headlines?|articles?|\bonline\b|internet|press coverage",
+    "lookup": r"\bcik\b|\bticker\b|\bsymbol\b|which exchange|look ?up|\bidentif",
+    "rank": r"which compan|\btop \d|\brank|\blargest\b|\bbiggest\b|\bhighest\b|\bmost\b",
+    "balance_sheet": r"balance sheet|financial position",
+    "trend": r"\bgr[eo]wn?\b|growth|trend|history|historical|over (?:the|time)|evolv|"
+    r"year[- ]over[- ]year|by year|each year|\bchang|since",
+    "latest": r"\blatest\b|most recent|\blast\b|\bnewest\b|\brecent",
+    "read": r"\bsays?\b|\babout\b|\bsummar|\bread\b|\bwhat (?:was|is) in\b|\bdisclose|"
+    r"\bannounce|\bwhat did\b",
+    "prices": r"market cap|stock price|share price|\bvaluation\b|price target|trading at",
+    "overview": r"\bhow (?:did|does|is|was) .{1,40} (?:do|doing|perform|performing|going)\b|"
+    r"\bresults\b|\bfinancials\b|\bfundamentals\b|key (?:figures|metrics|numbers)|"
+    r"\boverview\b|tell me about|\bsummary of\b",
+}
+CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
+_LAST_QUARTER = re.compile(
+    r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b", re.I
+)
+_FOLLOW_UP = re.compile(
+    r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b|"
+    r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    intent: Intent
+    firms: tuple[Firm, ...] = ()
+    unknown: tuple[str, ...] = ()
+    forms: tuple[str, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    topic: Topic | None = None
+    span: Span = field(default_factory=Span)
+    phrase: str | None = None
+    limit: int | None = None
+    reason: str | None = None
+    """Why the demo cannot answer (intent `unsupported`)."""
+
+
+def understand(
+    text: str, index: CompanyIndex, today: dt.date, earlier: tuple[str, ...] = ()
+) -> Question:
+    text = correct(text)
+    found = index.find(text)
+    firms, unknown = found.firms, found.unknown
+    metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
+    span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
+    follow_up = bool(earlier) and bool(_FOLLOW_UP.search(text))
+    if follow_up and not (metrics or topic or forms):
+        before = understand(earlier[-1], index, today, earlier[:-1])
+        if before.intent not in CHAT:  # "and in 2022?", "what about NVIDIA?"
+            return _carry_on(before, text, firms, span)
+    if follow_up and not firms and not unknown:
+        firms = _firms_from(earlier, index)  # "And its net income?"
+    reason = unsupported_reason(text, bool(metrics))
+    intent = _intent(text, bool(firms), metrics, topic, forms)
+    if reason and firms:
+        intent = "unsupported"
+    if (
+        intent == "metric"
+        and span.after
+        and (not span.before or span.before.year > span.after.year)
+    ):
+        intent = "trend"  # "revenue between 2019 and 2022", "since 2020"
+    if intent == "rank" and metrics[0].ratio:
+        intent, reason = "unsupported", "I compute margins one company at a time"
+    if intent in NEEDS_FIRM | {"lookup"} and not firms:
+        intent = "unknown_company" if unknown else "help"
+    if intent in ("metric", "trend") and len(firms) > 1:
+        intent = "compare"
+    if intent == "compare" and len(firms) < 2:
+        intent = "metric"
+    return Question(
+        text=text,
+        intent=intent,
+        firms=firms,
+        unknown=unknown,
+        forms=forms,
+        metrics=metrics,
+        topic=topic,
+        span=span,
+        phrase=find_phrase(text) if intent in ("full_text", "web") else None,
+        limit=find_limit(text),
+        reason=reason,
+    )
+
+
+def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) -> Question:
+    """A follow-up that names only a new period or company: the earlier question again."""
+    firms = firms or before.firms
+    intent = before.intent
+    if intent == "compare" and len(firms) < 2:
+        intent = "metric"
+    span = span if span != Span() else before.span
+    return replace(before, text=text, intent=intent, firms=firms, span=span)
+
+
+def _cue(name: str, text: str) -> bool:
+    return bool(CUES[name].search(text))
+
+
+def _intent(
+    text: str, has_firm: bool, metrics: tuple[Metric, ...], topic: Topic | None,
+    forms: tuple[str, ...],
+) -> Intent:  # fmt: skip
+    if GREETING.match(text):
+        return "greeting"
+    if THANKS.match(text):
+        return "thanks"
+    if (_cue("help", text) and not (has_firm or metrics or topic or forms)) or _cue("prices", text):
+        return "help"
+    # "What risks does Apple mention?" asks for a section; "mention 'tariffs'" searches.
+    quoted = re.search(r"[\"“'‘]\w", text)
+    if _cue("full_text", text) and (topic is None or not has_firm or quoted):
+        return "full_text"
+    if _cue("web", text):
+        return "web"
+    if _cue("lookup", text) and not (metrics or topic or forms):
+        return "lookup"
+    if metrics and _cue("rank", text) and not has_firm:
+        return "rank"
+    if topic is not None:
+        return "exec" if topic.key == "exec" else "section"
+    return _figures_or_filings(text, has_firm, metrics, forms)
+
+
+def _figures_or_filings(
+    text: str, has_firm: bool, metrics: tuple[Metric, ...], forms: tuple[str, ...]
+) -> Intent:
+    if _cue("balance_sheet", text) or sum(m.instant for m in metrics) >= 2:
+        return "balance_sheet"
+    if metrics:
+        return _metric_intent(text, has_firm)
+    if forms or re.search(r"\bfil(?:ings?|ed)\b|\breports?\b|\bdocuments?\b", text, re.I):
+        read = _cue("read", text) and not find_limit(text)
+        return "latest_filing" if len(forms) == 1 and read else "filings"
+    if has_firm and (_cue("overview", text) or len(text.split()) <= 2):
+        return "overview"  # "How did Apple do last year?", or just "Tesla"
+    return "unsupported" if has_firm else "help"
+
+
+def _metric_intent(text: str, has_firm: bool) -> Intent:
+    if not has_firm:
+        return "rank"
+    if re.search(r"\bcompar|\bvs\.?\s|\bversus\b|\bagainst\b", text, re.I):
+        return "compare"
+    return "trend" if CUES["trend"].search(text) else "metric"
+
+
+def _firms_from(earlier: tuple[str, ...], index: CompanyIndex) -> tuple[Firm, ...]:
+    for text in reversed(earlier):
+        firms = index.find(text).firms
+        if firms:
+            return firms
+    return ()
+
+
+def find_metrics(text: str) -> tuple[Metric, ...]:
+    found: list[tuple[int, Metric]] = []
+    rest = text
+    for metric in METRICS:
+        for match in metric.pattern.finditer(rest):
+            found.append((match.start(), metric))
+        rest = metric.pattern.sub(lambda m: " " * len(m.group()), rest)
+    unique = dict.fromkeys(m for _, m in sorted(found, key=lambda f: f[0]))
+    return tuple(unique)
+
+
+def find_topic(text: str) -> Topic | None:
+    return next((t for t in TOPICS if t.pattern.search(text)), None)
+
+
+def find_forms(text: str) -> tuple[str, ...]:
+    return tuple(form for form, pattern in FORMS if pattern.search(text))
+
+
+def find_phrase(text: str) -> str | None:
+    """The words to search for: a quoted phrase, or what follows "mention"/"news about"."""
+    if m := re.search(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]", text):
+        return m.group(1).strip()
+    after = r"(?:mention(?:s|ed|ing)?|news (?:about|on|for)|about|for|on)\s+(.+?)\s*(?:\?|$|\bin\b)"
+    if m := re.search(after, text, re.I):
+        return m.group(1).strip(" .?!")
+    return None
