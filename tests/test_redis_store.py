@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from gateway import keys, redis_mirror
 from gateway.app import create_app
-from gateway.redis_store import RedisStore, StoreUnavailable
+from gateway.redis_store import Batch, RedisStore, StoreUnavailable
 from gateway.sse import parse_frames
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, iter_events, read_events, settings_for, stream
@@ -298,16 +298,16 @@ async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
 
 
 def count_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Count the mirrors' writes (`writes`); while `down` is set they fail."""
+    """Count the flusher's writes (`writes`); while `down` is set they fail."""
     state = {"writes": 0, "down": 0, "failed": 0}
-    append = RedisStore.append
+    write = RedisStore.write
 
-    async def counted(self: RedisStore, *args: Any, **kwargs: Any) -> None:
+    async def counted(self: RedisStore, batches: list[Batch]) -> list[int]:
         state["writes"] += 1
         if state["down"]:
             state["failed"] += 1
             raise redis.ConnectionError("injected: Redis went away")
-        await append(self, *args, **kwargs)
+        return await write(self, batches)
 
-    monkeypatch.setattr(RedisStore, "append", counted)
+    monkeypatch.setattr(RedisStore, "write", counted)
     return state
