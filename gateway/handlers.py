@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -165,9 +166,13 @@ async def health(request: web.Request) -> web.Response:
     settings = app[keys.SETTINGS]
     upstream = app[keys.HEALTH]
     toolset = app[keys.TOOLSET]
+    shared = app[keys.RUNS].shared
+    redis_health = None if shared is None else await shared.check()
+    redis_down = redis_health is not None and redis_health["status"] == "down"
     body = {
         "ok": not upstream.degraded,
-        "status": "degraded" if upstream.degraded else "healthy",
+        # Redis down degrades, but answers 200: runs go on in memory, so keep the worker.
+        "status": "degraded" if upstream.degraded or redis_down else "healthy",
         "version": __version__,
         "model": settings.sdk_model,
         "upstream": settings.upstream_kind,
@@ -175,6 +180,8 @@ async def health(request: web.Request) -> web.Response:
         "upstream_last_error": upstream.last_error,
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
         "active_runs": len(app[keys.RUNS].active()),
+        "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},
+        "redis": redis_health,
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
     }
     return json_response(body, 503 if upstream.degraded else 200)
