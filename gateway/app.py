@@ -169,6 +169,7 @@ def _run_manager(app: web.Application, model: AnthropicModel) -> RunManager:
         max_events=settings.gateway_run_log_max_events,
         on_end=app[keys.HEALTH].record,
         shared=shared,
+        takeover_s=settings.gateway_takeover_s,
     )
 
 

@@ -59,7 +59,9 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
         after = int(raw_after)
     except ValueError:
         raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
-    if run is not None:
+    # A run taken over from a dead worker keeps only its new events in memory: the earlier
+    # ones are read from the shared store.
+    if run is not None and (runs.shared is None or after + 1 >= run.log.first_seq):
         return await stream_log(request, run, after=after)
     if runs.shared is not None:  # maybe another process owns it
         return await stream_shared(request, runs.shared, run_id, after=after)

@@ -61,6 +61,10 @@ class RunState:
     response_model: str | None = None
     last_calls: tuple[str, ...] = ()
     repeats: int = 0
+    wrap_up: Outcome | None = None
+    """Why the loop is wrapping up (tools off), if it is."""
+    resumed: bool = False
+    """Restored from a checkpoint on another worker: the run's `system_info` was sent."""
     current: TurnTranslator | None = None
 
     def answer(self) -> str:
@@ -81,19 +85,20 @@ class RunState:
 async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
     """Yields every event of the run except the terminal one; sets `state.outcome`."""
     tools = deps.registry.definitions(config.allowed_tools)
-    yield events.system_info(
+    info = events.system_info(
         model=config.model,
         session_id=state.session_id,
         tools=len(tools),
         upstream=config.upstream,
         trace_id=deps.observer.trace_id,
     )
-    wrap_up: Outcome | None = None
+    if not state.resumed:  # a resumed run's readers had it from the first worker
+        yield info
     while True:
         state.turns += 1
         yield events.turn_start(state.turns, config.max_turns)
         turn = state.current = TurnTranslator(state.turns)
-        params = request_params(config, state.messages, tools, tools_off=wrap_up is not None)
+        params = request_params(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, params) as call:
             async for event in stream_turn(deps.model, params, turn, config.retry, call.retry):
                 yield event
@@ -102,8 +107,8 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         complete = events.turn_complete(
             state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage
         )
-        if turn.stop_reason == "tool_use" and turn.tool_uses and wrap_up is None:
-            wrap_up = _limit_reached(config, state, turn)
+        if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
+            wrap_up = state.wrap_up = _limit_reached(config, state, turn)
             if wrap_up is not None:
                 yield _wrap_up_warning(wrap_up, state.turns)
                 deps.observer.wrap_up(wrap_up)
@@ -116,7 +121,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         yield complete
         if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns:
             continue
-        state.outcome = wrap_up or events.OUTCOME_BY_STOP_REASON.get(
+        state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
             turn.stop_reason or "", "completed"
         )
         return

@@ -43,6 +43,8 @@ class Mirror:
     token: int = 0
     """The run's fencing token (0: not durable); a write with a stale one is refused."""
     flushed: int = 0
+    checkpoint: tuple[int, bytes] | None = None
+    """The newest checkpoint not yet written, and the seq it was taken at."""
 
     def pending(self) -> Batch:
         """The next write: the frames after `flushed` (at most FLUSH_MAX; none refreshes
@@ -51,7 +53,10 @@ class Mirror:
         first = max(self.flushed + 1, log_.first_seq)
         frames = log_.since(self.flushed)[:FLUSH_MAX]
         end = log_.closed and first + len(frames) - 1 == log_.last_seq
-        return Batch(self.run_id, self.session_id, first, frames, end, self.token)
+        checkpoint = b""
+        if self.checkpoint is not None and self.checkpoint[0] < first + len(frames):
+            checkpoint = self.checkpoint[1]  # its frames go in the same call, before it
+        return Batch(self.run_id, self.session_id, first, frames, end, self.token, checkpoint)
 
 
 class Flusher:
@@ -79,6 +84,17 @@ class Flusher:
         self._new = True  # the record at once: the run is known everywhere
         self._mark(mirror)
         return mirror
+
+    def fence(self, run_id: str, token: int) -> None:
+        mirror = self._mirrors.get(run_id)
+        if mirror is not None:
+            mirror.token = token
+
+    def checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        mirror = self._mirrors.get(run_id)
+        if mirror is not None:
+            mirror.checkpoint = (seq, data)
+            self._mark(mirror)
 
     @property
     def pending(self) -> int:
@@ -147,6 +163,8 @@ class Flusher:
             self._drop(mirror)
         else:
             mirror.flushed = batch.first + len(batch.frames) - 1
+            if batch.checkpoint and mirror.checkpoint and mirror.checkpoint[1] is batch.checkpoint:
+                mirror.checkpoint = None
             if mirror.flushed < mirror.log.last_seq or mirror.log.closed:
                 self._mark(mirror)
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-# One flush of every dirty run, in one call. KEYS: per run, its stream and its record.
-# ARGV: MAXLEN, owner, then per run: first seq, TTL, end (1: the last frame is terminal),
-# session id, fencing token (0: none), n, and n frames. Frames already there (up to `last`
-# in the record) are skipped, so a write whose answer was lost can be sent again. A durable
-# run's write with a stale token is refused (-1: another worker owns the run now). Returns
-# per run the last seq now in its stream.
+# One flush of every dirty run, in one call. KEYS[1]: the set of running durable runs; then
+# per run, its stream and its record. ARGV: MAXLEN, owner, then per run: run id, first seq,
+# TTL, end (1: the last frame is terminal), session id, fencing token (0: not durable),
+# checkpoint ('' for none), n, and n frames. Frames already there (up to `last` in the
+# record) are skipped, so a write whose answer was lost can be sent again. A write with a
+# stale token is refused (-1: another worker owns the run now); a record that vanished
+# (Redis restarted empty) takes the writer's token. Returns per run its last seq in Redis.
 APPEND = """
 local out, a = {}, 3
-for r = 1, #KEYS, 2 do
+for r = 2, #KEYS, 2 do
   local stream, record = KEYS[r], KEYS[r + 1]
-  local seq, ttl, fin = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2] == '1'
-  local session, token, n = ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5])
-  a = a + 6
-  if token ~= '0' and redis.call('hget', record, 'token') ~= token then
+  local id, seq, ttl, fin = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3] == '1'
+  local session, token, ckpt = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local n = tonumber(ARGV[a + 7])
+  a = a + 8
+  local held = redis.call('hget', record, 'token')
+  if token ~= '0' and held and held ~= token then
     out[#out + 1] = -1
   else
     local last = tonumber(redis.call('hget', record, 'last') or '0')
@@ -33,11 +36,84 @@ for r = 1, #KEYS, 2 do
     local status = fin and 'finished' or 'running'
     redis.call('hset', record, 'owner', ARGV[2], 'session_id', session, 'status', status,
                'last', last)
+    if token ~= '0' then redis.call('hset', record, 'token', token) end
+    if ckpt ~= '' then redis.call('hset', record, 'ckpt', ckpt) end
+    if fin then
+      redis.call('hdel', record, 'ckpt')
+      redis.call('del', record .. ':lease')
+      redis.call('srem', KEYS[1], id)
+    end
     redis.call('expire', stream, ttl)
     redis.call('expire', record, ttl)
     out[#out + 1] = last
   end
   a = a + n
+end
+return out
+"""
+
+# A new durable run: its lease (KEYS[3], PX ARGV[2]) unless someone holds it, a fencing
+# token one above any before (INCR on the record, KEYS[2]), its first checkpoint, and its
+# id in the set of running durable runs (KEYS[1]). ARGV: worker, lease ms, run id, TTL,
+# checkpoint. Returns the token, or 0 if the lease is held.
+CLAIM = """
+if not redis.call('set', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+local token = redis.call('hincrby', KEYS[2], 'token', 1)
+redis.call('hset', KEYS[2], 'owner', ARGV[1], 'status', 'running', 'ckpt', ARGV[5])
+redis.call('expire', KEYS[2], ARGV[4])
+redis.call('sadd', KEYS[1], ARGV[3])
+return token
+"""
+
+# Renew the leases of the runs this worker drives. KEYS: their records; ARGV: worker, lease
+# ms, then each run's token. Per run: 1 renewed, 0 lost (another token holds it), 2 ended.
+RENEW = """
+local out = {}
+for i, record in ipairs(KEYS) do
+  local info = redis.call('hmget', record, 'token', 'status')
+  if info[1] and info[1] ~= ARGV[i + 2] then
+    out[i] = 0
+  elseif info[2] and info[2] ~= 'running' then
+    out[i] = 2
+  else
+    redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
+    redis.call('hdel', record, 'orphan')
+    out[i] = 1
+  end
+end
+return out
+"""
+
+# Take over running durable runs whose lease expired (their worker died): up to ARGV[4] of
+# them, each with a new lease and token. A run is only taken once its lease has been missing
+# for ARGV[5] ms (the first look marks it `orphan`), so an owner cut off from Redis for a
+# moment renews and writes first. KEYS[1]: the set of running durable runs; ARGV: worker,
+# lease ms, key prefix. Keys are built here, so this needs one Redis, not a cluster.
+# Returns id, token, checkpoint and last seq of each run claimed.
+TAKEOVER = """
+local out, prefix = {}, ARGV[3]
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, id in ipairs(redis.call('smembers', KEYS[1])) do
+  local record = prefix .. 'run:' .. id
+  local info = redis.call('hmget', record, 'status', 'ckpt', 'last', 'orphan')
+  if info[1] ~= 'running' then
+    redis.call('srem', KEYS[1], id)
+  elseif info[2] and redis.call('exists', record .. ':lease') == 0 then
+    if not info[4] then
+      redis.call('hset', record, 'orphan', now)
+    elseif now - tonumber(info[4]) >= tonumber(ARGV[5]) then
+      redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
+      local token = redis.call('hincrby', record, 'token', 1)
+      redis.call('hset', record, 'owner', ARGV[1])
+      redis.call('hdel', record, 'orphan')
+      out[#out + 1] = id
+      out[#out + 1] = token
+      out[#out + 1] = info[2]
+      out[#out + 1] = info[3] or '0'
+      if #out >= 4 * tonumber(ARGV[4]) then break end
+    end
+  end
 end
 return out
 """

@@ -68,6 +68,8 @@ class Batch:
     frames: list[bytes]
     end: bool
     token: int = 0
+    checkpoint: bytes = b""
+    """A durable run's checkpoint, taken at a seq this batch's frames reach."""
 
 
 class StoreUnavailable(RuntimeError):
@@ -102,6 +104,11 @@ class RedisStore:
 
     def events_key(self, run_id: str) -> str:
         return f"{self.prefix}run:{run_id}:events"
+
+    @property
+    def durable_key(self) -> str:
+        """The set of running durable runs, where workers look for runs to take over."""
+        return f"{self.prefix}runs:durable"
 
     async def open(self, on_control: ControlHandler) -> None:
         """Check Redis answers and listen for control messages; fail fast if it does not."""
@@ -150,21 +157,31 @@ class RedisStore:
 
     def mirror(self, run_id: str, session_id: str, event_log: EventLog, token: int = 0) -> None:
         """Copy a run's log to Redis from now until its terminal frame is there."""
+        self._open_flusher().add(run_id, session_id, event_log, token)
+
+    def fence(self, run_id: str, token: int) -> None:
+        """From now on a run's writes carry this fencing token (it became durable)."""
+        self._open_flusher().fence(run_id, token)
+
+    def checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        """Write a durable run's checkpoint with its frames up to `seq`."""
+        self._open_flusher().checkpoint(run_id, seq, data)
+
+    def _open_flusher(self) -> Flusher:
         if self._flusher is None:
             raise RuntimeError("the run store is not open")
-        self._flusher.add(run_id, session_id, event_log, token)
+        return self._flusher
 
     async def write(self, batches: list[Batch]) -> list[int]:
         """Append every batch in one script call: per batch, the run's last seq now in
         Redis, or -1 if refused (the token is stale: another worker owns the run)."""
-        keys: list[str] = []
+        keys: list[str] = [self.durable_key]
         args: list[bytes | str | int] = [self.max_events, self.worker_id]
         for batch in batches:
             keys += (self.events_key(batch.run_id), self.run_key(batch.run_id))
             ttl = self.run_ttl_s if batch.end else RUNNING_TTL_S
-            args += (batch.first, ttl, int(batch.end), batch.session_id, batch.token)
-            args.append(len(batch.frames))
-            args += batch.frames
+            args += (batch.run_id, batch.first, ttl, int(batch.end), batch.session_id)
+            args += (batch.token, batch.checkpoint, len(batch.frames), *batch.frames)
         try:
             reply: Any = await self.client.evalsha(self._append.sha, len(keys), *keys, *args)
         except NoScriptError:  # Redis restarted and forgot it: load it and go again

@@ -29,9 +29,12 @@ from gateway.run import Run, RunRequest
 from gateway.sessions import SessionStore, consistent_history
 
 if TYPE_CHECKING:
+    from gateway.durable import Claimed, Durability
     from gateway.redis_store import RedisStore
 
 log = logging.getLogger(__name__)
+
+RESUMED = "The worker running this run stopped; another continues it from its last turn"
 
 
 @dataclass
@@ -55,6 +58,7 @@ class RunManager:
         max_events: int,
         on_end: Callable[[str], None] | None = None,
         shared: RedisStore | None = None,
+        takeover_s: float = 10.0,
     ) -> None:
         self._factory = factory
         self._on_end = on_end
@@ -66,6 +70,9 @@ class RunManager:
         self._max_events = max_events
         self._runs: dict[str, Run] = {}
         self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
+        self._takeover_s = takeover_s
+        self.durable: Durability | None = None
+        """With the shared store: this worker's leases on its runs (see `durable`)."""
 
     def get(self, run_id: str) -> Run | None:
         self._expire_finished()
@@ -78,9 +85,16 @@ class RunManager:
         """Connect the shared store, if any (it fails fast when Redis does not answer)."""
         if self.shared is not None:
             await self.shared.open(self._on_control)
+            from gateway.durable import Durability
+
+            self.durable = Durability(
+                self.shared, self._takeover_s, self.resume, lambda run_id: self._lost(run_id)
+            )
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""
+        if self.durable is not None:
+            await self.durable.close()
         if self.shared is not None:
             await self.shared.close()
 
@@ -104,9 +118,27 @@ class RunManager:
         deps = self._factory.deps(run, request, endpoint, parent)
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
-        run.task = asyncio.create_task(self._drive(run, config, deps, state, request))
+        run.task = asyncio.create_task(self._drive(run, config, deps, state, request, endpoint))
         self._runs[run_id] = run
         return run
+
+    def resume(self, claimed: Claimed) -> None:
+        """Continue a run another worker started, from its last checkpoint: its log goes on
+        after the last seq already in Redis (see `durable`)."""
+        checkpoint, run_id = claimed.checkpoint, claimed.run_id
+        state, request = checkpoint.state, checkpoint.request
+        shared = self.shared
+        assert shared is not None
+        log_ = EventLog(run_id, self._max_events)
+        log_.first_seq = claimed.last_seq + 1
+        run = Run(run_id, state.session_id, log_, self._grace_s, lambda: shared.readers(run_id))
+        config = self._factory.config(request)
+        deps = self._factory.deps(run, request, checkpoint.endpoint, None)
+        shared.mirror(run_id, state.session_id, log_, claimed.token)
+        drive = self._drive(run, config, deps, state, request, checkpoint.endpoint)
+        run.task = asyncio.create_task(drive)
+        self._runs[run_id] = run
+        run.left_elsewhere()  # nobody reads it here yet: the grace period counts from now
 
     async def shutdown(self) -> None:
         """End every open run with its terminal event (outcome `cancelled`)."""
@@ -125,17 +157,62 @@ class RunManager:
             run.cancel("cancelled")
         elif kind == "idle":
             run.left_elsewhere()
+        elif kind == "lost":
+            self._lost(run_id)
+
+    def _lost(self, run_id: str) -> None:
+        """Another worker drives this run now: stop here (Redis refuses what this one
+        writes, so its readers elsewhere see the other worker's events)."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.cancel("cancelled")
+
+    async def _durable_turns(
+        self, run: Run, request: RunRequest, endpoint: str, state: RunState
+    ) -> Callable[[], None] | None:
+        """With Redis: claim a new run, and the checkpoint to take after each turn."""
+        durable, shared = self.durable, self.shared
+        if durable is None or shared is None:
+            return None
+        from gateway.durable import encode
+
+        if not state.resumed and not await durable.begin(
+            run.id, encode(request, endpoint, state, run.log.last_seq)
+        ):
+            return None
+
+        def checkpoint() -> None:
+            seq = run.log.last_seq
+            shared.checkpoint(run.id, seq, encode(request, endpoint, state, seq))
+
+        return checkpoint
+
+    @staticmethod
+    async def _loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
+        """The loop, unless a resumed run's last turn had already ended it."""
+        from gateway.durable import turn_ended_run
+
+        if state.resumed and turn_ended_run(state, config.max_turns):
+            stop = events.OUTCOME_BY_STOP_REASON.get(state.stop_reason or "", "completed")
+            state.outcome = state.wrap_up or stop
+            return
+        async for event in run_loop(config, deps, state):
+            yield event
 
     async def _drive(
-        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest
-    ) -> None:
+        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest,
+        endpoint: str,
+    ) -> None:  # fmt: skip
         observer = deps.observer
         failed = loaded = False
         try:
-            if not request.replace_history:  # here, not in start: a store may need a trip
+            if state.resumed:
+                run.log.append(events.warning("run_resumed", RESUMED, state.turns))
+            elif not request.replace_history:  # here, not in start: a store may need a trip
                 state.messages[:0] = await self.sessions.get(run.session_id)
             loaded = True
-            await _relay(run, run_loop(config, deps, state), observer)
+            on_turn = await self._durable_turns(run, request, endpoint, state)
+            await _relay(run, self._loop(config, deps, state), observer, on_turn)
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
@@ -167,13 +244,18 @@ class RunManager:
             self._runs.pop(finished.popleft()[1], None)
 
 
-async def _relay(run: Run, loop_events: AsyncIterator[Event], observer: RunObserver) -> None:
+async def _relay(
+    run: Run, loop_events: AsyncIterator[Event], observer: RunObserver,
+    on_turn: Callable[[], None] | None,
+) -> None:  # fmt: skip
     first_seen = False
     async for event in loop_events:
         if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
             first_seen = True
             observer.first_event()
         run.log.append(event)
+        if on_turn is not None and event["type"] == "turn_complete":
+            on_turn()  # a turn boundary: the state is whole (tool results included)
 
 
 def _final(
