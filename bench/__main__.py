@@ -19,6 +19,7 @@ from bench import report
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
 from bench.case_streams import many_streams
+from bench.case_takeover import takeover
 from bench.case_tools import parallel_tools, reattach, tool_input
 from bench.common import raise_nofile
 from bench.procs import LOGS, ROOT, Cores, Proc, pin
@@ -31,13 +32,14 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "parallel_tools": parallel_tools,
     "reattach": reattach,
     "shared": shared_state,
+    "takeover": takeover,
 }
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--quick", action="store_true", help="fewer repetitions, no case 7: about a minute"
+        "--quick", action="store_true", help="fewer repetitions, no cases 7 and 8: about a minute"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "BENCH.md", help="report to write")
     parser.add_argument("--cases", help="comma-separated subset (default: all)")
@@ -50,7 +52,7 @@ def parse_args() -> argparse.Namespace:
 def cases(args: argparse.Namespace) -> list[str]:
     if args.cases:
         return [name.strip() for name in args.cases.split(",")]
-    return [name for name in CASES if not (args.quick and name == "shared")]
+    return [name for name in CASES if not (args.quick and name in ("shared", "takeover"))]
 
 
 async def run(args: argparse.Namespace) -> Bench:

@@ -26,6 +26,7 @@ def main() -> None:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
     parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
+    parser.add_argument("--takeover-s", type=float, default=10.0, help="GATEWAY_TAKEOVER_S")
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
@@ -49,6 +50,7 @@ def main() -> None:
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",
         redis_url=args.redis,
+        gateway_takeover_s=args.takeover_s,
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()

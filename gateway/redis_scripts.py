@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 # One flush of every dirty run, in one call. KEYS[1]: the set of running durable runs; then
-# per run, its stream and its record. ARGV: MAXLEN, owner, then per run: run id, first seq,
-# TTL, end (1: the last frame is terminal), session id, fencing token (0: not durable),
-# checkpoint ('' for none), n, and n frames. Frames already there (up to `last` in the
+# per run, its stream and its record. ARGV: MAXLEN, owner, lease ms, then per run: run id,
+# first seq, TTL, end (1: the last frame is terminal), session id, fencing token (0: not
+# durable), checkpoint ('' for none), n, and n frames. Frames already there (up to `last` in the
 # record) are skipped, so a write whose answer was lost can be sent again. A write with a
 # stale token is refused (-1: another worker owns the run now); a record that vanished
-# (Redis restarted empty) takes the writer's token. Returns per run its last seq in Redis.
+# (Redis restarted empty) takes the writer's token; a durable run's write renews its lease
+# (its owner is alive). Returns per run its last seq in Redis.
 APPEND = """
-local out, a = {}, 3
+local out, a = {}, 4
 for r = 2, #KEYS, 2 do
   local stream, record = KEYS[r], KEYS[r + 1]
   local id, seq, ttl, fin = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3] == '1'
@@ -36,7 +37,11 @@ for r = 2, #KEYS, 2 do
     local status = fin and 'finished' or 'running'
     redis.call('hset', record, 'owner', ARGV[2], 'session_id', session, 'status', status,
                'last', last)
-    if token ~= '0' then redis.call('hset', record, 'token', token) end
+    if token ~= '0' and not fin then
+      redis.call('hset', record, 'token', token)
+      redis.call('set', record .. ':lease', ARGV[2], 'PX', ARGV[3])
+      redis.call('hdel', record, 'orphan')
+    end
     if ckpt ~= '' then redis.call('hset', record, 'ckpt', ckpt) end
     if fin then
       redis.call('hdel', record, 'ckpt')

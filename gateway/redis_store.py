@@ -95,6 +95,8 @@ class RedisStore:
         self._listener: asyncio.Task[None] | None = None
         self._on_control: ControlHandler = lambda kind, run_id: None
         self._flusher: Flusher | None = None
+        self.lease_ms = 3_000
+        """How long a durable run's lease lasts after each write (`durable` sets it)."""
         self.last_error: str | None = None
         """The last Redis failure this process saw, for /health."""
         self.ok = True
@@ -176,7 +178,7 @@ class RedisStore:
         """Append every batch in one script call: per batch, the run's last seq now in
         Redis, or -1 if refused (the token is stale: another worker owns the run)."""
         keys: list[str] = [self.durable_key]
-        args: list[bytes | str | int] = [self.max_events, self.worker_id]
+        args: list[bytes | str | int] = [self.max_events, self.worker_id, self.lease_ms]
         for batch in batches:
             keys += (self.events_key(batch.run_id), self.run_key(batch.run_id))
             ttl = self.run_ttl_s if batch.end else RUNNING_TTL_S
