@@ -146,17 +146,17 @@ class Flusher:
         batches = [mirror.pending() for mirror in mirrors]
         try:
             async with asyncio.timeout(OP_TIMEOUT_S):
-                results = await self._store.write(batches)
+                refused = await self._store.write(batches)
         except REDIS_ERRORS as exc:
             self._failed(mirrors, exc)
             return False
         self._ok()
-        for mirror, batch, result in zip(mirrors, batches, results, strict=True):
-            self._written(mirror, batch, result)
+        for position, (mirror, batch) in enumerate(zip(mirrors, batches, strict=True)):
+            self._written(mirror, batch, refused=position in refused)
         return True
 
-    def _written(self, mirror: Mirror, batch: Batch, result: int) -> None:
-        if result < 0:  # another worker took the run over: this one must stop
+    def _written(self, mirror: Mirror, batch: Batch, *, refused: bool) -> None:
+        if refused:  # another worker took the run over: this one must stop
             self._drop(mirror)
             self._store.refused(mirror.run_id)
         elif batch.end:

@@ -2,33 +2,44 @@
 
 from __future__ import annotations
 
-# One flush of every dirty run, in one call. KEYS[1]: the set of running durable runs; then
-# per run, its stream and its record. ARGV: MAXLEN, owner, lease ms, then per run: run id,
-# first seq, TTL, end (1: the last frame is terminal), session id, fencing token (0: not
-# durable), checkpoint ('' for none), n, and n frames. Frames already there (up to `last` in the
-# record) are skipped, so a write whose answer was lost can be sent again. A write with a
-# stale token is refused (-1: another worker owns the run now); a record that vanished
-# (Redis restarted empty) takes the writer's token; a durable run's write renews its lease
-# (its owner is alive). Returns per run its last seq in Redis.
+# One flush of every dirty run, in one call. KEYS[1]: the set of running durable runs.
+# ARGV: MAXLEN, owner, lease ms, key prefix, then per run two arguments (three with a
+# checkpoint): a header "id first-seq ttl end token has-checkpoint session-id", and its
+# frames concatenated (each ends with the only blank line in it), then the checkpoint.
+# Few arguments, because the client packs each one in Python: per-frame arguments cost the
+# owner more CPU than the rest of the mirror. Frames already there (up to `last` in the
+# record) are skipped, so a write whose answer was lost can be sent again. A durable run's
+# write (token not 0) with a stale token is refused (-1: another worker owns the run now);
+# one whose record vanished (Redis restarted empty) takes the writer's token; each renews
+# the lease (its owner is alive). Keys are built here: one Redis, not a cluster.
+# Returns the positions (1, 2...) of the runs refused: usually none, the cheapest answer.
 APPEND = """
-local out, a = {}, 4
-for r = 2, #KEYS, 2 do
-  local stream, record = KEYS[r], KEYS[r + 1]
-  local id, seq, ttl, fin = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3] == '1'
-  local session, token, ckpt = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  local n = tonumber(ARGV[a + 7])
-  a = a + 8
+local refused, a, n = {}, 5, 0
+while a <= #ARGV do
+  n = n + 1
+  local id, seq, ttl, fin, token, has, session =
+    string.match(ARGV[a], '^(%S+) (%d+) (%d+) ([01]) (%d+) ([01]) (.*)$')
+  local frames, ckpt = ARGV[a + 1], nil
+  a = a + 2
+  if has == '1' then ckpt, a = ARGV[a], a + 1 end
+  seq, fin = tonumber(seq), fin == '1'
+  local record = ARGV[4] .. 'run:' .. id
+  local stream = record .. ':events'
   local held = redis.call('hget', record, 'token')
   if token ~= '0' and held and held ~= token then
-    out[#out + 1] = -1
+    refused[#refused + 1] = n
   else
     local last = tonumber(redis.call('hget', record, 'last') or '0')
-    for i = a, a + n - 1 do
+    local pos = 1
+    while pos <= #frames do
+      local stop = string.find(frames, '\\n\\n', pos, true)
+      local frame = string.sub(frames, pos, stop + 1)
+      pos = stop + 2
       if seq > last then
-        if fin and i == a + n - 1 then
-          redis.call('xadd', stream, 'MAXLEN', '~', ARGV[1], seq .. '-0', 'f', ARGV[i], 'end', '1')
+        if fin and pos > #frames then
+          redis.call('xadd', stream, 'MAXLEN', '~', ARGV[1], seq .. '-0', 'f', frame, 'end', '1')
         else
-          redis.call('xadd', stream, 'MAXLEN', '~', ARGV[1], seq .. '-0', 'f', ARGV[i])
+          redis.call('xadd', stream, 'MAXLEN', '~', ARGV[1], seq .. '-0', 'f', frame)
         end
         last = seq
       end
@@ -37,24 +48,21 @@ for r = 2, #KEYS, 2 do
     local status = fin and 'finished' or 'running'
     redis.call('hset', record, 'owner', ARGV[2], 'session_id', session, 'status', status,
                'last', last)
-    if token ~= '0' and not fin then
-      redis.call('hset', record, 'token', token)
-      redis.call('set', record .. ':lease', ARGV[2], 'PX', ARGV[3])
-      redis.call('hdel', record, 'orphan')
-    end
-    if ckpt ~= '' then redis.call('hset', record, 'ckpt', ckpt) end
+    if ckpt then redis.call('hset', record, 'ckpt', ckpt) end
     if fin then
       redis.call('hdel', record, 'ckpt')
       redis.call('del', record .. ':lease')
       redis.call('srem', KEYS[1], id)
+    elseif token ~= '0' then
+      redis.call('hset', record, 'token', token)
+      redis.call('set', record .. ':lease', ARGV[2], 'PX', ARGV[3])
+      redis.call('hdel', record, 'orphan')
     end
     redis.call('expire', stream, ttl)
     redis.call('expire', record, ttl)
-    out[#out + 1] = last
   end
-  a = a + n
 end
-return out
+return refused
 """
 
 # A new durable run: its lease (KEYS[3], PX ARGV[2]) unless someone holds it, a fencing

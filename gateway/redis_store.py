@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL_S = 0.005  # how long a new frame may wait for others to share its round trip
+FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
 FLUSH_MAX = 256  # frames per write; this many pending are written without waiting
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
@@ -174,22 +174,26 @@ class RedisStore:
             raise RuntimeError("the run store is not open")
         return self._flusher
 
-    async def write(self, batches: list[Batch]) -> list[int]:
-        """Append every batch in one script call: per batch, the run's last seq now in
-        Redis, or -1 if refused (the token is stale: another worker owns the run)."""
-        keys: list[str] = [self.durable_key]
+    async def write(self, batches: list[Batch]) -> set[int]:
+        """Append every batch in one script call; the positions of those refused (their
+        token is stale: another worker owns the run)."""
         args: list[bytes | str | int] = [self.max_events, self.worker_id, self.lease_ms]
+        args.append(self.prefix)
         for batch in batches:
-            keys += (self.events_key(batch.run_id), self.run_key(batch.run_id))
             ttl = self.run_ttl_s if batch.end else RUNNING_TTL_S
-            args += (batch.run_id, batch.first, ttl, int(batch.end), batch.session_id)
-            args += (batch.token, batch.checkpoint, len(batch.frames), *batch.frames)
+            has = int(bool(batch.checkpoint))
+            args.append(f"{batch.run_id} {batch.first} {ttl} {int(batch.end)} {batch.token} "
+                        f"{has} {batch.session_id}")  # fmt: skip
+            args.append(b"".join(batch.frames))
+            if has:
+                args.append(batch.checkpoint)
+        keys = [self.durable_key]
         try:
-            reply: Any = await self.client.evalsha(self._append.sha, len(keys), *keys, *args)
+            reply: Any = await self.client.evalsha(self._append.sha, 1, *keys, *args)
         except NoScriptError:  # Redis restarted and forgot it: load it and go again
             await self.client.script_load(APPEND)
-            reply = await self.client.evalsha(self._append.sha, len(keys), *keys, *args)
-        return [int(last) for last in reply]
+            reply = await self.client.evalsha(self._append.sha, 1, *keys, *args)
+        return {int(position) - 1 for position in reply}
 
     def refused(self, run_id: str) -> None:
         self._on_control("lost", run_id)

@@ -302,7 +302,7 @@ def count_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     state = {"writes": 0, "down": 0, "failed": 0}
     write = RedisStore.write
 
-    async def counted(self: RedisStore, batches: list[Batch]) -> list[int]:
+    async def counted(self: RedisStore, batches: list[Batch]) -> set[int]:
         state["writes"] += 1
         if state["down"]:
             state["failed"] += 1
