@@ -22,13 +22,16 @@ import contextlib
 import dataclasses
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from gateway.loop import RunState
+from gateway import events
+from gateway.eventlog import EventLog
+from gateway.events import Event
+from gateway.loop import LoopConfig, LoopDeps, RunState, run_loop
 from gateway.redis_scripts import CLAIM, RENEW, TAKEOVER
 from gateway.redis_store import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, RedisStore
 from gateway.run import RunRequest
@@ -148,6 +151,23 @@ class Durability:
             store.fence(run_id, token)
         return token
 
+    async def checkpoints(
+        self, run_id: str, log_: EventLog, request: RunRequest, endpoint: str, state: RunState
+    ) -> Callable[[], None] | None:
+        """Claim a new run (a resumed one is claimed already); what takes its checkpoint
+        after each turn. None if the run could not be made durable."""
+        if not state.resumed and not await self.begin(
+            run_id, encode(request, endpoint, state, log_.last_seq)
+        ):
+            return None
+        store = self._store
+
+        def checkpoint() -> None:
+            seq = log_.last_seq
+            store.checkpoint(run_id, seq, encode(request, endpoint, state, seq))
+
+        return checkpoint
+
     async def _renewing(self) -> None:
         while True:
             await asyncio.sleep(self._renew_s)
@@ -203,3 +223,13 @@ def turn_ended_run(state: RunState, max_turns: int) -> bool:
     if state.turns == 0 or state.messages[-1]["role"] == "user":
         return False
     return not (state.stop_reason == "pause_turn" and state.turns <= max_turns)
+
+
+async def resumed_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
+    """The loop of a resumed run, unless its last turn had already ended it."""
+    if turn_ended_run(state, config.max_turns):
+        stop = events.OUTCOME_BY_STOP_REASON.get(state.stop_reason or "", "completed")
+        state.outcome = state.wrap_up or stop
+        return
+    async for event in run_loop(config, deps, state):
+        yield event

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway import events
+from gateway.durable import Claimed, Durability, resumed_loop
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.events import Event
@@ -29,7 +30,6 @@ from gateway.run import Run, RunRequest
 from gateway.sessions import SessionStore, consistent_history
 
 if TYPE_CHECKING:
-    from gateway.durable import Claimed, Durability
     from gateway.redis_store import RedisStore
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class RunManager:
         self._runs: dict[str, Run] = {}
         self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
         self._takeover_s = takeover_s
+        self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
 
@@ -85,8 +86,6 @@ class RunManager:
         """Connect the shared store, if any (it fails fast when Redis does not answer)."""
         if self.shared is not None:
             await self.shared.open(self._on_control)
-            from gateway.durable import Durability
-
             self.durable = Durability(
                 self.shared, self._takeover_s, self.resume, lambda run_id: self._lost(run_id)
             )
@@ -142,6 +141,8 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """End every open run with its terminal event (outcome `cancelled`)."""
+        if self.durable is not None:  # take over nothing more while stopping
+            await self.durable.close()
         runs = self.active()
         for run in runs:
             if not run.done:
@@ -165,39 +166,8 @@ class RunManager:
         writes, so its readers elsewhere see the other worker's events)."""
         run = self._runs.get(run_id)
         if run is not None:
+            self._lost_runs.add(run_id)
             run.cancel("cancelled")
-
-    async def _durable_turns(
-        self, run: Run, request: RunRequest, endpoint: str, state: RunState
-    ) -> Callable[[], None] | None:
-        """With Redis: claim a new run, and the checkpoint to take after each turn."""
-        durable, shared = self.durable, self.shared
-        if durable is None or shared is None:
-            return None
-        from gateway.durable import encode
-
-        if not state.resumed and not await durable.begin(
-            run.id, encode(request, endpoint, state, run.log.last_seq)
-        ):
-            return None
-
-        def checkpoint() -> None:
-            seq = run.log.last_seq
-            shared.checkpoint(run.id, seq, encode(request, endpoint, state, seq))
-
-        return checkpoint
-
-    @staticmethod
-    async def _loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
-        """The loop, unless a resumed run's last turn had already ended it."""
-        from gateway.durable import turn_ended_run
-
-        if state.resumed and turn_ended_run(state, config.max_turns):
-            stop = events.OUTCOME_BY_STOP_REASON.get(state.stop_reason or "", "completed")
-            state.outcome = state.wrap_up or stop
-            return
-        async for event in run_loop(config, deps, state):
-            yield event
 
     async def _drive(
         self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest,
@@ -211,8 +181,12 @@ class RunManager:
             elif not request.replace_history:  # here, not in start: a store may need a trip
                 state.messages[:0] = await self.sessions.get(run.session_id)
             loaded = True
-            on_turn = await self._durable_turns(run, request, endpoint, state)
-            await _relay(run, self._loop(config, deps, state), observer, on_turn)
+            on_turn = None
+            if self.durable is not None:
+                on_turn = await self.durable.checkpoints(run.id, run.log, request, endpoint, state)
+            # A resumed run may only owe its terminal event; others skip that generator.
+            loop = resumed_loop if state.resumed else run_loop
+            await _relay(run, loop(config, deps, state), observer, on_turn)
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
@@ -227,7 +201,8 @@ class RunManager:
         duration_ms = observer.finished(outcome, state.turns, state.usage, failed)
         if not failed:
             terminal = _final(run, config, state, outcome, duration_ms, observer.trace_id)
-        if loaded:  # before the terminal event: whoever sees it can continue the session
+        # Before the terminal event, so whoever sees it can continue the session.
+        if loaded and run.id not in self._lost_runs:
             await self.sessions.save(run.session_id, consistent_history(state.messages))
         run.log.append(terminal)
         run.log.close()

@@ -1,21 +1,20 @@
 """Several gateway processes share runs through Redis: two apps on one fake upstream, one
-Redis, a key prefix of their own per test. A run started on A is re-attached, cancelled and
+redis-server of the test's own. A run started on A is re-attached, cancelled and
 continued (as a session) on B; the disconnect rule counts readers on both."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as redis
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from redis.exceptions import RedisError
 
 from gateway import keys, redis_mirror
 from gateway.app import create_app
@@ -24,6 +23,7 @@ from gateway.sse import parse_frames
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, iter_events, read_events, settings_for, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
+from tests.procs.redis import redis_server
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.redis
@@ -31,35 +31,32 @@ pytestmark = pytest.mark.redis
 Client = TestClient[Any, Any]
 Pair = tuple[Client, Client]
 SLOW = "word " * 200  # 200 deltas of 5 characters
-REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture
-async def shared_redis() -> AsyncIterator[tuple[redis.Redis, str]]:
-    """A Redis that answers (else skip) and a key prefix for this test, deleted after it."""
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1.0)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        await client.aclose()
-        pytest.skip(f"no Redis answers at {REDIS_URL}: {exc}")
-    prefix = f"rgtest:{uuid.uuid4().hex[:12]}:"
-    yield client, prefix
-    found = [key async for key in client.scan_iter(match=f"{prefix}*")]
-    if found:
-        await client.delete(*found)
+async def redis_url(tmp_path: Path) -> AsyncIterator[str]:
+    """A redis-server of this test's own."""
+    async with redis_server(tmp_path) as server:
+        yield server.url
+
+
+@pytest.fixture
+async def shared_redis(redis_url: str) -> AsyncIterator[tuple[redis.Redis, str]]:
+    """A client of the test's Redis, and a key prefix for this test."""
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=1.0)
+    yield client, f"rgtest:{uuid.uuid4().hex[:12]}:"
     await client.aclose()
 
 
 @pytest.fixture
 def make_pair(
-    shared_redis: tuple[redis.Redis, str], make_gateway: GatewayFactory
+    redis_url: str, shared_redis: tuple[redis.Redis, str], make_gateway: GatewayFactory
 ) -> Callable[..., Awaitable[Pair]]:
     """Two gateway processes (apps) sharing the Redis and the upstream."""
     _, prefix = shared_redis
 
     async def make(**overrides: Any) -> Pair:
-        settings = {"redis_url": REDIS_URL, "redis_key_prefix": prefix, **overrides}
+        settings = {"redis_url": redis_url, "redis_key_prefix": prefix, **overrides}
         return await make_gateway(**settings), await make_gateway(**settings)
 
     return make
