@@ -1,9 +1,10 @@
 """Copies every owned run's in-memory log to its Redis stream (see `redis_store`).
 
-One flusher per process: a run's log marks its mirror dirty on each append, and every few
-milliseconds one pipeline carries the new frames of every dirty run (one script call each).
-Round trips are then a function of time, not of events or runs: per run batches cost a
-round trip per event at a human pace, 2.45x the CPU per relayed event (bench case 7).
+One flusher per process: a run's log marks its mirror dirty on each append, and every
+FLUSH_INTERVAL_S one script call carries the new frames (and checkpoints) of every dirty
+run. Round trips are then a function of time, not of events or runs: batches per run cost
+a round trip per event at a human pace, 2.13x the owner's CPU per relayed event against no
+Redis in bench case 7; one call per process brought that to about 1.2-1.3x.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Mirror:
 
 
 class Flusher:
-    """The process's one writer: every dirty run's frames in one pipeline per tick."""
+    """The process's one writer: every dirty run's frames in one script call per tick."""
 
     def __init__(self, store: RedisStore) -> None:
         self._store = store

@@ -3,18 +3,21 @@
 Keys and channels, all under `redis_key_prefix` (default `rg:`):
 
     run:{id}          hash: owner (worker id), session_id, status (running | finished),
-                      readers (readers attached on processes other than the owner)
+                      last (seq), readers (readers attached on processes other than the
+                      owner); for a durable run also token, ckpt, orphan (see `durable`)
     run:{id}:events   stream: one entry per SSE frame, id `{seq}-0`, field `f` the frame
                       bytes, `end` on the terminal one; MAXLEN ~ gateway_run_log_max_events
+    run:{id}:lease    the worker driving a durable run, expiring unless renewed
+    runs:durable      set: the durable runs still running, where takeovers look
     session:{id}      a session's history, JSON, expiring gateway_session_ttl_s after its save
     ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
 
 The owner's in-memory log stays the source of truth, and readers on the owner read it. One
 flusher per process (`redis_mirror`) copies every run's new frames to the streams in one
-pipeline every few ms, so no event waits for Redis; the terminal frame and
+script call every FLUSH_INTERVAL_S, so no event waits for Redis; the terminal frame and
 `status=finished` are written atomically, after which both keys expire in
-gateway_run_ttl_s. Readers on other processes replay and
-follow the stream with XREAD BLOCK. If Redis fails mid-run the run goes on in memory: the
+gateway_run_ttl_s. Readers on other processes replay and follow the stream with XREAD
+BLOCK. If Redis fails mid-run the run goes on in memory: the
 flusher logs once, and catches up (from `last` in the record) when Redis answers again.
 """
 
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
-FLUSH_MAX = 256  # frames per write; this many pending are written without waiting
+FLUSH_MAX = 256  # frames of one run per write: a longer backlog goes over several ticks
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
