@@ -124,12 +124,8 @@ class Flusher:
                 self._keepalive()
             self._wake.clear()
             self._new = False
-            try:
-                if await self._tick():
-                    continue
-            except Exception:  # a bug here must not end the runs: they go on in memory
-                log.exception("run store: the flusher failed")
-            await asyncio.sleep(RETRY_S)  # the runs go on; their frames wait in memory
+            if not await self._tick():
+                await asyncio.sleep(RETRY_S)  # the runs go on; their frames wait in memory
 
     def _until_keepalive(self) -> float:
         return max(0.0, self._keepalive_at - time.monotonic())
@@ -143,12 +139,18 @@ class Flusher:
     async def _tick(self) -> bool:
         """One pipeline for every dirty run; False if Redis failed."""
         dirty, self._dirty = self._dirty, {}
+        if not dirty:
+            return True
         mirrors = list(dirty.values())
         batches = [mirror.pending() for mirror in mirrors]
         try:
             async with asyncio.timeout(OP_TIMEOUT_S):
                 refused = await self._store.write(batches)
         except REDIS_ERRORS as exc:
+            self._failed(mirrors, exc)
+            return False
+        except Exception as exc:  # a bug: keep the runs dirty, their frames must still go
+            log.exception("run store: the flusher failed")
             self._failed(mirrors, exc)
             return False
         self._ok()

@@ -100,19 +100,20 @@ return out
 # Take over running durable runs whose lease expired (their worker died): up to ARGV[4] of
 # them, each with a new lease and token. A run is only taken once its lease has been missing
 # for ARGV[5] ms (the first look marks it `orphan`), so an owner cut off from Redis for a
-# moment renews and writes first. KEYS[1]: the set of running durable runs; ARGV: worker,
-# lease ms, key prefix. Keys are built here, so this needs one Redis, not a cluster.
-# Returns id, token, checkpoint and last seq of each run claimed.
+# moment renews and writes first; and never by its own worker (stalled, it renews). KEYS[1]:
+# the set of running durable runs; ARGV: worker, lease ms, key prefix. Keys are built here,
+# so this needs one Redis, not a cluster. Returns id, token, checkpoint and last seq of
+# each run claimed.
 TAKEOVER = """
 local out, prefix = {}, ARGV[3]
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, id in ipairs(redis.call('smembers', KEYS[1])) do
   local record = prefix .. 'run:' .. id
-  local info = redis.call('hmget', record, 'status', 'ckpt', 'last', 'orphan')
+  local info = redis.call('hmget', record, 'status', 'ckpt', 'last', 'orphan', 'owner')
   if info[1] ~= 'running' then
     redis.call('srem', KEYS[1], id)
-  elseif info[2] and redis.call('exists', record .. ':lease') == 0 then
+  elseif info[2] and info[5] ~= ARGV[1] and redis.call('exists', record .. ':lease') == 0 then
     if not info[4] then
       redis.call('hset', record, 'orphan', now)
     elseif now - tonumber(info[4]) >= tonumber(ARGV[5]) then
