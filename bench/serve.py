@@ -27,6 +27,10 @@ def main() -> None:
     parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
     parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
     parser.add_argument("--takeover-s", type=float, default=10.0, help="GATEWAY_TAKEOVER_S")
+    parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
+    parser.add_argument(
+        "--reuse-port", action="store_true", help="SO_REUSEPORT: workers share one port"
+    )
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
@@ -57,7 +61,9 @@ def main() -> None:
     app = create_app(settings, toolset=StaticToolset(bench_registry()), tracer_provider=provider)
     probe.install(app)
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    if args.reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", args.port))
     sock.listen(128)  # connections made before the app has started wait in the backlog
     print(f"READY {sock.getsockname()[1]}", flush=True)
     profiler = cProfile.Profile() if args.profile else None
