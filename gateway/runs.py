@@ -204,6 +204,7 @@ class RunManager:
         # Before the terminal event, so whoever sees it can continue the session.
         if loaded and run.id not in self._lost_runs:
             await self.sessions.save(run.session_id, consistent_history(state.messages))
+        self._lost_runs.discard(run.id)
         run.log.append(terminal)
         run.log.close()
         run.finished_at = time.monotonic()

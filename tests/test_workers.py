@@ -74,3 +74,15 @@ async def test_workers_share_a_port_come_back_and_stop_cleanly(tmp_path: Path) -
         assert seen[-1]["outcome"] == "cancelled"
         assert await gateway.stop() == 0
         assert not any(alive(pid) for pid in again)
+
+
+async def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    async with (
+        redis_server(tmp_path) as redis,
+        gateway_process(tmp_path, "--workers", "2", REDIS_URL=redis.url, **DEMO) as gateway,
+    ):
+        pids = await worker_pids(gateway, 2)
+        await gateway.stop(signal.SIGKILL)  # no SIGTERM from it: the kernel tells them
+        async with asyncio.timeout(20):
+            while any(alive(pid) for pid in pids):
+                await asyncio.sleep(0.1)
