@@ -86,9 +86,7 @@ class RunManager:
         """Connect the shared store, if any (it fails fast when Redis does not answer)."""
         if self.shared is not None:
             await self.shared.open(self._on_control)
-            self.durable = Durability(
-                self.shared, self._takeover_s, self.resume, lambda run_id: self._lost(run_id)
-            )
+            self.durable = Durability(self.shared, self._takeover_s, self.resume, self._lost)
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""
