@@ -71,6 +71,7 @@ class Flusher:
         self._all_ended = asyncio.Event()
         self._all_ended.set()
         self._new = False  # a run was added: its record goes at once, without the wait
+        self._backlog = False  # a run has more than one write's worth: no wait either
         self._last_ok = time.monotonic()
         self._keepalive_at = time.monotonic() + KEEPALIVE_S
         self.healthy = True
@@ -118,12 +119,12 @@ class Flusher:
             try:
                 async with asyncio.timeout(self._until_keepalive()):
                     await self._wake.wait()
-                if not self._new:
+                if not self._new and not self._backlog:
                     await asyncio.sleep(FLUSH_INTERVAL_S)  # let a burst share the round trip
             except TimeoutError:
                 self._keepalive()
             self._wake.clear()
-            self._new = False
+            self._new = self._backlog = False
             if not await self._tick():
                 await asyncio.sleep(RETRY_S)  # the runs go on; their frames wait in memory
 
@@ -166,6 +167,7 @@ class Flusher:
             self._drop(mirror)
         else:
             mirror.flushed = batch.first + len(batch.frames) - 1
+            self._backlog = self._backlog or len(batch.frames) == FLUSH_MAX
             if batch.checkpoint and mirror.checkpoint and mirror.checkpoint[1] is batch.checkpoint:
                 mirror.checkpoint = None
             if mirror.flushed < mirror.log.last_seq or mirror.log.closed:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
-FLUSH_MAX = 256  # frames of one run per write: a longer backlog goes over several ticks
+FLUSH_MAX = 1024  # frames of one run per write: a longer backlog goes in back-to-back calls
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
