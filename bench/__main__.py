@@ -20,7 +20,9 @@ from bench.case_cache import prompt_cache
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
 from bench.case_streams import many_streams
+from bench.case_takeover import takeover
 from bench.case_tools import parallel_tools, reattach, tool_input
+from bench.case_workers import two_workers
 from bench.common import raise_nofile
 from bench.procs import LOGS, ROOT, Cores, Proc, pin
 from bench.run import Bench, Row, timed
@@ -33,13 +35,15 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "reattach": reattach,
     "shared": shared_state,
     "prompt_cache": prompt_cache,
+    "takeover": takeover,
+    "workers": two_workers,
 }
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--quick", action="store_true", help="fewer repetitions, no case 7: about a minute"
+        "--quick", action="store_true", help="fewer repetitions, no cases 7 to 9: about a minute"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "BENCH.md", help="report to write")
     parser.add_argument("--cases", help="comma-separated subset (default: all)")
@@ -52,7 +56,8 @@ def parse_args() -> argparse.Namespace:
 def cases(args: argparse.Namespace) -> list[str]:
     if args.cases:
         return [name.strip() for name in args.cases.split(",")]
-    return [name for name in CASES if not (args.quick and name == "shared")]
+    slow = ("shared", "takeover", "workers")
+    return [name for name in CASES if not (args.quick and name in slow)]
 
 
 async def run(args: argparse.Namespace) -> Bench:

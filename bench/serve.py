@@ -26,6 +26,11 @@ def main() -> None:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
     parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
+    parser.add_argument("--takeover-s", type=float, default=10.0, help="GATEWAY_TAKEOVER_S")
+    parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
+    parser.add_argument(
+        "--reuse-port", action="store_true", help="SO_REUSEPORT: workers share one port"
+    )
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
@@ -49,13 +54,16 @@ def main() -> None:
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",
         redis_url=args.redis,
+        gateway_takeover_s=args.takeover_s,
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()
     app = create_app(settings, toolset=StaticToolset(bench_registry()), tracer_provider=provider)
     probe.install(app)
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    if args.reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", args.port))
     sock.listen(128)  # connections made before the app has started wait in the backlog
     print(f"READY {sock.getsockname()[1]}", flush=True)
     profiler = cProfile.Profile() if args.profile else None

@@ -125,13 +125,14 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
 
     sessions, shared = _stores(settings)
     return RunManager(
-        RunFactory(deps),
+        RunFactory(deps, app[keys.PLANNER].config),
         sessions,
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
         shared=shared,
         on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
+        takeover_s=settings.gateway_takeover_s,
     )
 
 

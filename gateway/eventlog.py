@@ -8,13 +8,14 @@ oldest tenth is dropped, and a reader asking for those gets what is left.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from gateway.events import Event
 from gateway.sse import frame
 
 
 class EventLog:
-    __slots__ = ("_frames", "_waiters", "closed", "first_seq", "max_events", "run_id")
+    __slots__ = ("_frames", "_waiters", "closed", "first_seq", "listener", "max_events", "run_id")
 
     def __init__(self, run_id: str, max_events: int = 200_000) -> None:
         self.run_id = run_id
@@ -23,6 +24,9 @@ class EventLog:
         self.closed = False
         self._frames: list[bytes] = []
         self._waiters: list[asyncio.Future[bool]] = []
+        # Called on every append and on close: the Redis mirror marks the run dirty, at the
+        # cost of a call, instead of a waiter (a future and a timer) per batch.
+        self.listener: Callable[[], None] | None = None
 
     @property
     def last_seq(self) -> int:
@@ -41,11 +45,15 @@ class EventLog:
             self.first_seq += drop
         if self._waiters:
             self._wake()
+        if self.listener is not None:
+            self.listener()
         return seq
 
     def close(self) -> None:
         self.closed = True
         self._wake()
+        if self.listener is not None:
+            self.listener()
 
     def since(self, after_seq: int) -> list[bytes]:
         """Frames with `seq > after_seq` that are still kept."""

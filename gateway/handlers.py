@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,7 +65,9 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
         after = int(raw_after)
     except ValueError:
         raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
-    if run is not None:
+    # A run taken over from a dead worker keeps only its new events in memory: the earlier
+    # ones are read from the shared store.
+    if run is not None and (runs.shared is None or after + 1 >= run.log.first_seq):
         return await stream_log(request, run, after=after)
     if runs.shared is not None:  # maybe another process owns it
         return await stream_shared(request, runs.shared, run_id, after=after)
@@ -174,9 +177,13 @@ async def health(request: web.Request) -> web.Response:
     health = upstreams.health
     primary = health.primary
     toolset = app[keys.TOOLSET]
+    shared = app[keys.RUNS].shared
+    redis_health = None if shared is None else await shared.check()
+    redis_down = redis_health is not None and redis_health["status"] == "down"
     body = {
         "ok": not health.degraded,
-        "status": "degraded" if health.degraded else "healthy",
+        # Redis down degrades, but answers 200: runs go on in memory, so keep the worker.
+        "status": "degraded" if health.degraded or redis_down else "healthy",
         "version": __version__,
         "model": settings.model,
         "model_record": _model_health(app),
@@ -190,6 +197,8 @@ async def health(request: web.Request) -> web.Response:
         ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
         "active_runs": len(app[keys.RUNS].active()),
+        "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},
+        "redis": redis_health,
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
     }  # fmt: skip
     return json_response(body, 503 if health.degraded else 200)

@@ -67,6 +67,8 @@ class RunState:
     response_model: str | None = None
     last_calls: tuple[str, ...] = ()
     repeats: int = 0
+    resumed: bool = False
+    """Restored from a checkpoint on another worker: the run's `system_info` was sent."""
     current: Turn | None = None
     dropped_warned: set[str] = field(default_factory=set)
 
@@ -92,15 +94,17 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
     """Yields every event of the run except the terminal one; sets `state.outcome`."""
     plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
-    yield events.system_info(
+    info = events.system_info(
         model=plan.model,
         session_id=state.session_id,
         tools=len(tools) + len(plan.server_tools),
         upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )
-    for notice in plan.notices:
-        yield notice.copy()  # the log stamps each event it takes
+    if not state.resumed:  # a resumed run's readers had it from the first worker
+        yield info
+        for notice in plan.notices:
+            yield notice.copy()  # the log stamps each event it takes
     while True:
         if _context_full(plan, state):
             state.outcome = "context_exceeded"

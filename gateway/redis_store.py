@@ -3,18 +3,22 @@
 Keys and channels, all under `redis_key_prefix` (default `rg:`):
 
     run:{id}          hash: owner (worker id), session_id, status (running | finished),
-                      readers (readers attached on processes other than the owner)
+                      last (seq), readers (readers attached on processes other than the
+                      owner); for a durable run also token, ckpt, orphan (see `durable`)
     run:{id}:events   stream: one entry per SSE frame, id `{seq}-0`, field `f` the frame
                       bytes, `end` on the terminal one; MAXLEN ~ gateway_run_log_max_events
+    run:{id}:lease    the worker driving a durable run, expiring unless renewed
+    runs:durable      set: the durable runs still running, where takeovers look
     session:{id}      a session's history, JSON, expiring gateway_session_ttl_s after its save
     ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
 
-The owner's in-memory log stays the source of truth, and readers on the owner read it. A
-mirror per run copies new frames to the stream in batches (one script call every few ms), so
-no event waits for Redis; the terminal frame and `status=finished` are written atomically,
-after which both keys expire in gateway_run_ttl_s. Readers on other processes replay and
-follow the stream with XREAD BLOCK. If Redis fails mid-run the run goes on in memory: the
-mirror logs once, and catches up from the stream's last id when Redis answers again.
+The owner's in-memory log stays the source of truth, and readers on the owner read it. One
+flusher per process (`redis_mirror`) copies every run's new frames to the streams in one
+script call every FLUSH_INTERVAL_S, so no event waits for Redis; the terminal frame and
+`status=finished` are written atomically, after which both keys expire in
+gateway_run_ttl_s. Readers on other processes replay and follow the stream with XREAD
+BLOCK. If Redis fails mid-run the run goes on in memory: the
+flusher logs once, and catches up (from `last` in the record) when Redis answers again.
 """
 
 from __future__ import annotations
@@ -26,62 +30,49 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
+from gateway.redis_scripts import APPEND, COUNT_READER
 from gateway.sessions import RedisSessions
 
 if TYPE_CHECKING:
-    from gateway.redis_mirror import LogMirror
+    from gateway.redis_mirror import Flusher
 
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL_S = 0.005  # how long a new frame may wait for others to share its round trip
-FLUSH_MAX = 256  # frames per write; this many pending are written without waiting
+FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
+FLUSH_MAX = 1024  # frames of one run per write: a longer backlog goes in back-to-back calls
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
 KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
 REDIS_ERRORS = (RedisError, OSError, TimeoutError)  # what a lost or slow Redis raises
 
-# Append a batch of frames from seq ARGV[1] on (the last one terminal if ARGV[4] is 1) and
-# set the record, its status and both TTLs: one call, atomic, whatever the batch size.
-_APPEND = """
-local seq = tonumber(ARGV[1])
-for i = 7, #ARGV do
-  if ARGV[4] == '1' and i == #ARGV then
-    redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'f', ARGV[i], 'end', '1')
-  else
-    redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-0', 'f', ARGV[i])
-  end
-  seq = seq + 1
-end
-local status = ARGV[4] == '1' and 'finished' or 'running'
-redis.call('hset', KEYS[2], 'owner', ARGV[5], 'session_id', ARGV[6], 'status', status)
-redis.call('expire', KEYS[1], ARGV[3])
-redis.call('expire', KEYS[2], ARGV[3])
-"""
-
-# Count a reader on a non-owner process in (+1) or out (-1), only while the run exists; when
-# the last one leaves a running run, tell the owner so its grace timer starts now.
-_COUNT_READER = """
-if redis.call('exists', KEYS[1]) == 0 then return false end
-local n = redis.call('hincrby', KEYS[1], 'readers', ARGV[1])
-local info = redis.call('hmget', KEYS[1], 'status', 'owner')
-if n <= 0 and info[1] == 'running' and info[2] then
-  redis.call('publish', ARGV[2] .. info[2], 'idle ' .. ARGV[3])
-end
-return info[1]
-"""
-
 Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry: id, fields
 ControlHandler = Callable[[str, str], None]
-"""Called with (`cancel` | `idle`, run_id) for each message on this process's channel."""
+"""Called with (`cancel` | `idle`, run_id) for each message on this process's channel, and
+with (`lost`, run_id) when Redis refuses an owned run's write: another worker took it over."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One run's part of a flush: frames `first`, `first + 1`..., the last terminal if `end`."""
+
+    run_id: str
+    session_id: str
+    first: int
+    frames: list[bytes]
+    end: bool
+    token: int = 0
+    checkpoint: bytes = b""
+    """A durable run's checkpoint, taken at a seq this batch's frames reach."""
 
 
 class StoreUnavailable(RuntimeError):
@@ -101,11 +92,17 @@ class RedisStore:
         self.client = redis.Redis.from_url(
             url, socket_connect_timeout=OP_TIMEOUT_S, socket_timeout=None
         )
-        self._count_reader = self.client.register_script(_COUNT_READER)
-        self._append = self.client.register_script(_APPEND)
+        self._count_reader = self.client.register_script(COUNT_READER)
+        self._append = self.client.register_script(APPEND)
         self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
         self._listener: asyncio.Task[None] | None = None
-        self._mirrors: set[LogMirror] = set()  # strong references: running tasks
+        self._on_control: ControlHandler = lambda kind, run_id: None
+        self._flusher: Flusher | None = None
+        self.lease_ms = 3_000
+        """How long a durable run's lease lasts after each write (`durable` sets it)."""
+        self.last_error: str | None = None
+        """The last Redis failure this process saw, for /health."""
+        self.ok = True
 
     def run_key(self, run_id: str) -> str:
         return f"{self.prefix}run:{run_id}"
@@ -113,11 +110,17 @@ class RedisStore:
     def events_key(self, run_id: str) -> str:
         return f"{self.prefix}run:{run_id}:events"
 
+    @property
+    def durable_key(self) -> str:
+        """The set of running durable runs, where workers look for runs to take over."""
+        return f"{self.prefix}runs:durable"
+
     async def open(self, on_control: ControlHandler) -> None:
         """Check Redis answers and listen for control messages; fail fast if it does not."""
         try:
             async with asyncio.timeout(OP_TIMEOUT_S):
                 await self.client.ping()
+                await self.client.script_load(APPEND)  # the flusher calls it by its hash
                 await self._pubsub.subscribe(f"{self.prefix}ctl:{self.worker_id}")
         except REDIS_ERRORS as exc:
             await self.close()
@@ -125,16 +128,20 @@ class RedisStore:
                 f"REDIS_URL is set, but Redis at {_redacted(self.url)} does not answer "
                 f"({type(exc).__name__}: {exc}); start Redis or unset REDIS_URL"
             ) from exc
+        self._on_control = on_control
         self._listener = asyncio.create_task(self._listen(on_control))
+        from gateway.redis_mirror import Flusher  # it needs this module's constants
+
+        self._flusher = Flusher(self)
 
     async def close(self) -> None:
-        """Give the mirrors that can still write a moment for their last frames, then stop."""
-        writing = [mirror.task for mirror in self._mirrors if mirror.healthy]
-        if writing:
-            await asyncio.wait(writing, timeout=OP_TIMEOUT_S)
-        for mirror in self._mirrors:
-            mirror.task.cancel()
-        await asyncio.gather(*(m.task for m in self._mirrors), return_exceptions=True)
+        """Give the flusher a moment for the last frames if Redis answers, then stop."""
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            await flusher.drain(OP_TIMEOUT_S)
+            flusher.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher.task
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -153,22 +160,64 @@ class RedisStore:
                 log.warning("run store: control channel lost (%s); retrying", exc)
                 await asyncio.sleep(RETRY_S)
 
-    def mirror(self, run_id: str, session_id: str, event_log: EventLog) -> None:
+    def mirror(self, run_id: str, session_id: str, event_log: EventLog, token: int = 0) -> None:
         """Copy a run's log to Redis from now until its terminal frame is there."""
-        from gateway.redis_mirror import LogMirror  # it needs this module's constants
+        self._open_flusher().add(run_id, session_id, event_log, token)
 
-        mirror = LogMirror(self, run_id, session_id, event_log)
-        self._mirrors.add(mirror)
-        mirror.task.add_done_callback(lambda _: self._mirrors.discard(mirror))
+    def fence(self, run_id: str, token: int) -> None:
+        """From now on a run's writes carry this fencing token (it became durable)."""
+        self._open_flusher().fence(run_id, token)
 
-    async def append(
-        self, run_id: str, session_id: str, first: int, frames: list[bytes], *, end: bool
-    ) -> None:
-        """Write frames `first`, `first + 1`... of a run (the last one terminal if `end`)."""
-        ttl = self.run_ttl_s if end else RUNNING_TTL_S
-        args: list[bytes | str | int] = [first, self.max_events, ttl, int(end)]
-        args += [self.worker_id, session_id, *frames]
-        await self._append(keys=[self.events_key(run_id), self.run_key(run_id)], args=args)
+    def checkpoint(self, run_id: str, seq: int, data: bytes) -> None:
+        """Write a durable run's checkpoint with its frames up to `seq`."""
+        self._open_flusher().checkpoint(run_id, seq, data)
+
+    def _open_flusher(self) -> Flusher:
+        if self._flusher is None:
+            raise RuntimeError("the run store is not open")
+        return self._flusher
+
+    async def write(self, batches: list[Batch]) -> set[int]:
+        """Append every batch in one script call; the positions of those refused (their
+        token is stale: another worker owns the run)."""
+        args: list[bytes | str | int] = [self.max_events, self.worker_id, self.lease_ms]
+        args.append(self.prefix)
+        for batch in batches:
+            ttl = self.run_ttl_s if batch.end else RUNNING_TTL_S
+            has = int(bool(batch.checkpoint))
+            args.append(f"{batch.run_id} {batch.first} {ttl} {int(batch.end)} {batch.token} "
+                        f"{has} {batch.session_id}")  # fmt: skip
+            args.append(b"".join(batch.frames))
+            if has:
+                args.append(batch.checkpoint)
+        keys = [self.durable_key]
+        try:
+            reply: Any = await self.client.evalsha(self._append.sha, 1, *keys, *args)
+        except NoScriptError:  # Redis restarted and forgot it: load it and go again
+            await self.client.script_load(APPEND)
+            reply = await self.client.evalsha(self._append.sha, 1, *keys, *args)
+        return {int(position) - 1 for position in reply}
+
+    def refused(self, run_id: str) -> None:
+        self._on_control("lost", run_id)
+
+    def note_error(self, exc: BaseException) -> None:
+        self.ok, self.last_error = False, f"{type(exc).__name__}: {exc}"
+
+    def note_ok(self) -> None:
+        self.ok = True
+
+    async def check(self) -> dict[str, Any]:
+        """For /health: whether Redis answers now, its last error, frames waiting for it."""
+        try:
+            async with asyncio.timeout(1.0):
+                await self.client.ping()
+            self.note_ok()
+        except REDIS_ERRORS as exc:
+            self.note_error(exc)
+        pending = 0 if self._flusher is None else self._flusher.pending
+        status = "ok" if self.ok else "down"
+        return {"status": status, "last_error": self.last_error, "pending_runs": pending}
 
     def sessions(self, ttl_s: float) -> RedisSessions:
         return RedisSessions(self.client, f"{self.prefix}session:", ttl_s, OP_TIMEOUT_S)

@@ -15,13 +15,14 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from gateway import events
+from gateway.durable import Checkpoint, Claimed, Durability, resumed_loop
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.events import Event
@@ -35,12 +36,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RESUMED = "The worker running this run stopped; another continues it from its last turn"
+
 
 @dataclass
 class RunFactory:
-    """What the manager needs to make each run's loop dependencies and observer."""
+    """What the manager needs to make each run's loop dependencies and observer, and (for
+    a run taken over from another worker) its LoopConfig from its request."""
 
     deps: Callable[[Run, RunRequest, str, Any], LoopDeps]
+    config: Callable[[RunRequest], Awaitable[LoopConfig]]
 
 
 class RunManager:
@@ -57,6 +62,7 @@ class RunManager:
         on_end: Callable[[str], None] | None = None,
         shared: RedisStore | None = None,
         on_finish: Callable[[Run, dict[str, int]], None] | None = None,
+        takeover_s: float = 10.0,
     ) -> None:
         self._factory = factory
         self._on_end = on_end
@@ -70,6 +76,10 @@ class RunManager:
         self._max_events = max_events
         self._runs: dict[str, Run] = {}
         self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
+        self._takeover_s = takeover_s
+        self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
+        self.durable: Durability | None = None
+        """With the shared store: this worker's leases on its runs (see `durable`)."""
 
     def get(self, run_id: str) -> Run | None:
         self._expire_finished()
@@ -82,9 +92,12 @@ class RunManager:
         """Connect the shared store, if any (it fails fast when Redis does not answer)."""
         if self.shared is not None:
             await self.shared.open(self._on_control)
+            self.durable = Durability(self.shared, self._takeover_s, self.resume, self._lost)
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""
+        if self.durable is not None:
+            await self.durable.close()
         if self.shared is not None:
             await self.shared.close()
 
@@ -110,15 +123,51 @@ class RunManager:
         deps = self._factory.deps(run, request, endpoint, parent)
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
-        run.task = asyncio.create_task(self._drive(run, config, deps, state, request))
+        run.task = asyncio.create_task(self._drive(run, config, deps, state, request, endpoint))
         if self._on_finish is not None:  # a done callback: it runs even if the task never did
             on_finish = self._on_finish
             run.task.add_done_callback(lambda _: on_finish(run, state.usage))
         self._runs[run_id] = run
         return run
 
+    def resume(self, claimed: Claimed) -> None:
+        """Continue a run another worker started, from its last checkpoint: its log goes on
+        after the last seq already in Redis (see `durable`)."""
+        checkpoint, run_id = claimed.checkpoint, claimed.run_id
+        state, request = checkpoint.state, checkpoint.request
+        shared = self.shared
+        assert shared is not None
+        log_ = EventLog(run_id, self._max_events)
+        log_.first_seq = claimed.last_seq + 1
+        run = Run(run_id, state.session_id, log_, self._grace_s, lambda: shared.readers(run_id))
+        run.owner = request.caller
+        deps = self._factory.deps(run, request, checkpoint.endpoint, None)
+        shared.mirror(run_id, state.session_id, log_, claimed.token)
+        run.task = asyncio.create_task(self._drive_resumed(run, deps, state, checkpoint))
+        self._runs[run_id] = run
+        run.left_elsewhere()  # nobody reads it here yet: the grace period counts from now
+
+    async def _drive_resumed(
+        self, run: Run, deps: LoopDeps, state: RunState, checkpoint: Checkpoint
+    ) -> None:
+        """Plan the run again on this worker (the model record may need reading), then go
+        on; a run its model can no longer take ends with its error event."""
+        request = checkpoint.request
+        try:
+            config = await self._factory.config(request)
+        except GatewayError as exc:
+            deps.observer.finished(exc.code, state.turns, state.usage, True)
+            run.log.append(events.error(exc.body(request.request_id)))
+            run.log.close()
+            run.finished_at = time.monotonic()
+            self._finished.append((run.finished_at, run.id))
+            return
+        await self._drive(run, config, deps, state, request, checkpoint.endpoint)
+
     async def shutdown(self) -> None:
         """End every open run with its terminal event (outcome `cancelled`)."""
+        if self.durable is not None:  # take over nothing more while stopping
+            await self.durable.close()
         runs = self.active()
         for run in runs:
             if not run.done:
@@ -134,18 +183,36 @@ class RunManager:
             run.cancel("cancelled")
         elif kind == "idle":
             run.left_elsewhere()
+        elif kind == "lost":
+            self._lost(run_id)
+
+    def _lost(self, run_id: str) -> None:
+        """Another worker drives this run now: stop here (Redis refuses what this one
+        writes, so its readers elsewhere see the other worker's events)."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            self._lost_runs.add(run_id)
+            run.cancel("cancelled")
 
     async def _drive(
-        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest
-    ) -> None:
+        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest,
+        endpoint: str,
+    ) -> None:  # fmt: skip
         observer = deps.observer
         failed = loaded = False
         terminal: Event
         try:
-            if not request.replace_history:  # here, not in start: a store may need a trip
+            if state.resumed:
+                run.log.append(events.warning("run_resumed", RESUMED, state.turns))
+            elif not request.replace_history:  # here, not in start: a store may need a trip
                 state.messages[:0] = await self.sessions.get(run.session_id)
             loaded = True
-            await _relay(run, run_loop(config, deps, state), observer)
+            on_turn = None
+            if self.durable is not None:
+                on_turn = await self.durable.checkpoints(run.id, run.log, request, endpoint, state)
+            # A resumed run may only owe its terminal event; others skip that generator.
+            loop = resumed_loop if state.resumed else run_loop
+            await _relay(run, loop(config, deps, state), observer, on_turn)
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
@@ -160,8 +227,10 @@ class RunManager:
         duration_ms = observer.finished(outcome, state.turns, state.usage, failed)
         if not failed:
             terminal = _final(run, config, state, outcome, duration_ms, observer.trace_id)
-        if loaded:  # before the terminal event: whoever sees it can continue the session
+        # Before the terminal event, so whoever sees it can continue the session.
+        if loaded and run.id not in self._lost_runs:
             await self.sessions.save(run.session_id, consistent_history(state.messages))
+        self._lost_runs.discard(run.id)
         run.log.append(terminal)
         run.log.close()
         run.finished_at = time.monotonic()
@@ -177,13 +246,18 @@ class RunManager:
             self._runs.pop(finished.popleft()[1], None)
 
 
-async def _relay(run: Run, loop_events: AsyncIterator[Event], observer: RunObserver) -> None:
+async def _relay(
+    run: Run, loop_events: AsyncIterator[Event], observer: RunObserver,
+    on_turn: Callable[[], None] | None,
+) -> None:  # fmt: skip
     first_seen = False
     async for event in loop_events:
         if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
             first_seen = True
             observer.first_event()
         run.log.append(event)
+        if on_turn is not None and event["type"] == "turn_complete":
+            on_turn()  # a turn boundary: the state is whole (tool results included)
 
 
 def _final(

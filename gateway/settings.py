@@ -94,6 +94,14 @@ class Settings(BaseSettings):
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
     """How long a session's history is kept after its last run."""
 
+    # Workers and durable runs: several processes on one port, runs that outlive a worker.
+    gateway_workers: int = Field(1, ge=1)
+    """Processes serving the port (SO_REUSEPORT); more than one needs REDIS_URL."""
+    gateway_worker_index: int = Field(0, ge=0)
+    """Which worker this process is (the supervisor sets it), for /health and logs."""
+    gateway_takeover_s: float = Field(10.0, gt=0)
+    """With Redis: how soon another worker continues the runs of a worker that died."""
+
     # Who may do what: named keys, per-key limits, CORS, the audit log (auth.py, limits.py,
     # cors.py, audit.py). A limit of 0 means no limit.
     gateway_api_keys_file: str | None = None
@@ -180,4 +188,6 @@ class Settings(BaseSettings):
             search_backend="offline" if self.search_backend == "anthropic" else self.search_backend,
             exa_api_key=self.exa_api_key,
             exa_base_url=self.exa_base_url,
+            redis_url=self.redis_url,
+            redis_key_prefix=self.redis_key_prefix,
         )

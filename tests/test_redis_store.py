@@ -1,25 +1,24 @@
 """Several gateway processes share runs through Redis: two apps on one fake upstream, one
-Redis, a key prefix of their own per test. A run started on A is re-attached, cancelled and
+redis-server of the test's own. A run started on A is re-attached, cancelled and
 continued (as a session) on B; the disconnect rule counts readers on both."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as redis
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from redis.exceptions import RedisError
 
 from gateway import keys, redis_mirror
 from gateway.app import create_app
-from gateway.redis_store import RedisStore, StoreUnavailable
+from gateway.redis_store import Batch, RedisStore, StoreUnavailable
 from gateway.sse import parse_frames
 from gateway.toolset import StaticToolset
 from tests.conftest import (
@@ -31,6 +30,7 @@ from tests.conftest import (
     unmarked,
 )
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
+from tests.procs.redis import redis_server
 from tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.redis
@@ -38,35 +38,32 @@ pytestmark = pytest.mark.redis
 Client = TestClient[Any, Any]
 Pair = tuple[Client, Client]
 SLOW = "word " * 200  # 200 deltas of 5 characters
-REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture
-async def shared_redis() -> AsyncIterator[tuple[redis.Redis, str]]:
-    """A Redis that answers (else skip) and a key prefix for this test, deleted after it."""
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1.0)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        await client.aclose()
-        pytest.skip(f"no Redis answers at {REDIS_URL}: {exc}")
-    prefix = f"rgtest:{uuid.uuid4().hex[:12]}:"
-    yield client, prefix
-    found = [key async for key in client.scan_iter(match=f"{prefix}*")]
-    if found:
-        await client.delete(*found)
+async def redis_url(tmp_path: Path) -> AsyncIterator[str]:
+    """A redis-server of this test's own."""
+    async with redis_server(tmp_path) as server:
+        yield server.url
+
+
+@pytest.fixture
+async def shared_redis(redis_url: str) -> AsyncIterator[tuple[redis.Redis, str]]:
+    """A client of the test's Redis, and a key prefix for this test."""
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=1.0)
+    yield client, f"rgtest:{uuid.uuid4().hex[:12]}:"
     await client.aclose()
 
 
 @pytest.fixture
 def make_pair(
-    shared_redis: tuple[redis.Redis, str], make_gateway: GatewayFactory
+    redis_url: str, shared_redis: tuple[redis.Redis, str], make_gateway: GatewayFactory
 ) -> Callable[..., Awaitable[Pair]]:
     """Two gateway processes (apps) sharing the Redis and the upstream."""
     _, prefix = shared_redis
 
     async def make(**overrides: Any) -> Pair:
-        settings = {"redis_url": REDIS_URL, "redis_key_prefix": prefix, **overrides}
+        settings = {"redis_url": redis_url, "redis_key_prefix": prefix, **overrides}
         return await make_gateway(**settings), await make_gateway(**settings)
 
     return make
@@ -305,16 +302,16 @@ async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
 
 
 def count_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Count the mirrors' writes (`writes`); while `down` is set they fail."""
+    """Count the flusher's writes (`writes`); while `down` is set they fail."""
     state = {"writes": 0, "down": 0, "failed": 0}
-    append = RedisStore.append
+    write = RedisStore.write
 
-    async def counted(self: RedisStore, *args: Any, **kwargs: Any) -> None:
+    async def counted(self: RedisStore, batches: list[Batch]) -> set[int]:
         state["writes"] += 1
         if state["down"]:
             state["failed"] += 1
             raise redis.ConnectionError("injected: Redis went away")
-        await append(self, *args, **kwargs)
+        return await write(self, batches)
 
-    monkeypatch.setattr(RedisStore, "append", counted)
+    monkeypatch.setattr(RedisStore, "write", counted)
     return state

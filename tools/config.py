@@ -20,6 +20,10 @@ class ToolsConfig:
     search_backend: Literal["offline", "exa"] = "offline"
     exa_api_key: str | None = None
     exa_base_url: str = "https://api.exa.ai"
+    redis_url: str | None = None
+    """Set: the SEC rate limit and SEC's responses are shared through this Redis by every
+    process using it; unset: each process limits and caches alone."""
+    redis_key_prefix: str = "rg:"
 
     def check(self) -> None:
         """Raise ValueError naming the setting to fix when the combination cannot work."""

@@ -17,19 +17,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import redis.asyncio as redis
 
 from tools.base import Tool
 from tools.config import ToolsConfig
 from tools.registry import ToolRegistry
 from tools.search.corpus import IndexFullText, LocalIndex, open_local_index
 from tools.search.web import ExaSearch, OfflineWebSearch, WebSearch, WebSearchTool
+from tools.sec.cache import SharedResponses
 from tools.sec.company_tools import SearchCompanyTickers, SearchFilings
 from tools.sec.document_tool import GetFiling
 from tools.sec.edgar import Edgar
 from tools.sec.fulltext import EftsSearch, FullTextSearch, SearchFullText
 from tools.sec.live import LiveSec
 from tools.sec.offline import OfflineSec
-from tools.sec.ratelimit import RateLimiter
+from tools.sec.ratelimit import Limiter, RateLimiter, SharedRateLimiter
 from tools.sec.source import SecSource
 from tools.sec.xbrl_tools import GetCompanyFacts, GetXbrlFrames
 
@@ -76,7 +78,11 @@ async def open_toolset(
         if config.sec_source == "offline" or config.search_backend == "offline":
             local = await open_local_index()
             stack.callback(local.close)
-        source, full_text = _sec_backends(config, session, local, request_timeout_s)
+        shared = None
+        if config.redis_url and config.sec_source == "live":
+            shared = redis.Redis.from_url(config.redis_url, socket_connect_timeout=2.0)
+            stack.push_async_callback(shared.aclose)
+        source, full_text = _sec_backends(config, session, local, request_timeout_s, shared)
         yield Toolset(
             registry=ToolRegistry(
                 all_tools(), timeout_s=timeout_s, max_result_chars=max_result_chars
@@ -95,8 +101,15 @@ def _sec_backends(
     session: aiohttp.ClientSession | None,
     local: LocalIndex | None,
     timeout_s: float,
+    shared: redis.Redis | None = None,
 ) -> tuple[SecSource, FullTextSearch]:
     if config.sec_source == "live" and session is not None:
+        limiter: Limiter = RateLimiter(SEC_REQUESTS_PER_SECOND, 1.0)
+        responses = None
+        if shared is not None:  # one budget and one cache for every process on this Redis
+            key = f"{config.redis_key_prefix}sec:limit"
+            limiter = SharedRateLimiter(shared, key, SEC_REQUESTS_PER_SECOND, 1.0)
+            responses = SharedResponses(shared, config.redis_key_prefix)
         live = LiveSec(
             session,
             user_agent=config.sec_user_agent or "",
@@ -105,7 +118,8 @@ def _sec_backends(
                 "data": config.sec_data_url,
                 "efts": config.sec_efts_url,
             },
-            limiter=RateLimiter(SEC_REQUESTS_PER_SECOND, 1.0),
+            limiter=limiter,
+            shared=responses,
             request_timeout_s=timeout_s,
         )
         return live, EftsSearch(live)

@@ -19,7 +19,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from tools.sec.ratelimit import RateLimiter
+from tools.sec.cache import SharedResponses
+from tools.sec.ratelimit import Limiter
 from tools.sec.source import SecError, SecHost, SecNotFound, public_url
 
 __all__ = ["LiveSec"]
@@ -43,7 +44,8 @@ class LiveSec:
         *,
         user_agent: str,
         bases: dict[SecHost, str],
-        limiter: RateLimiter,
+        limiter: Limiter,
+        shared: SharedResponses | None = None,
         request_timeout_s: float = 20.0,
         throttle_backoff_s: float = 1.0,
     ) -> None:
@@ -54,6 +56,7 @@ class LiveSec:
         }
         self._bases = {host: url.rstrip("/") for host, url in bases.items()}
         self._limiter = limiter
+        self._shared = shared  # with Redis: every worker's answers, before asking SEC
         self._timeout = aiohttp.ClientTimeout(total=request_timeout_s)
         self._backoff_s = throttle_backoff_s
 
@@ -72,6 +75,15 @@ class LiveSec:
         return (await self._get(host, path, None)).decode("utf-8", errors="replace")
 
     async def _get(self, host: SecHost, path: str, params: dict[str, str] | None) -> bytes:
+        if self._shared is None:
+            return await self._fetch(host, path, params)
+        body = await self._shared.get(host, path, params)
+        if body is None:
+            body = await self._fetch(host, path, params)
+            await self._shared.put(host, path, params, body)
+        return body
+
+    async def _fetch(self, host: SecHost, path: str, params: dict[str, str] | None) -> bytes:
         try:
             return await self._attempt(host, path, params)
         except _Throttled:
