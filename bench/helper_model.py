@@ -1,5 +1,5 @@
 """The SDK's stream helper (`client.messages.stream(...)`) as the gateway's read path, for
-the comparison in case 6. It satisfies the gateway's `ModelClient` protocol: the helper
+the comparison in case 6. It is the Messages API provider with its `stream` swapped: the helper
 parses, builds its event objects and accumulates its snapshot (tool input re-parsed on
 every fragment); the raw events are handed to the gateway as it takes them from its own
 read path (the JSON payload bytes; plain dicts from gateways that took those), text and
@@ -15,7 +15,7 @@ import anthropic
 import orjson
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.anthropic import status_failure
+from gateway.providers.anthropic import AnthropicProvider, status_failure
 from gateway.upstream import TurnTranslator
 
 # The gateway's read path yields SSE payload bytes where its translator takes them.
@@ -24,9 +24,8 @@ _AS_BYTES = hasattr(TurnTranslator, "feed_payload")
 _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 
 
-class HelperModel:
-    def __init__(self, client: anthropic.AsyncAnthropic) -> None:
-        self._client = client
+class HelperProvider(AnthropicProvider):
+    """Reads every call through the SDK's stream helper instead of the raw body."""
 
     async def stream(self, params: dict[str, Any]) -> AsyncIterator[Any]:
         try:

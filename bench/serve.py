@@ -36,17 +36,17 @@ def main() -> None:
     raise_nofile()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
-    import gateway.app
+    import gateway.upstreams
     from gateway.app import create_app
     from gateway.settings import Settings
     from gateway.telemetry import configure_tracing
     from gateway.toolset import StaticToolset
 
     if args.read_path == "helper":
-        from bench.helper_model import HelperModel
+        from bench.helper_model import HelperProvider
 
-        # The one swap: create_app builds its model client from this module-level name.
-        vars(gateway.app)["AnthropicModel"] = HelperModel
+        # The one swap: the upstreams are opened with this module-level name.
+        vars(gateway.upstreams)["AnthropicProvider"] = HelperProvider
     settings = Settings(
         _env_file=None,
         gateway_upstream="anthropic",
