@@ -113,6 +113,11 @@ class Upstream:
             conn.send(orjson.dumps(stats))
             conn.end()
             return
+        if method == "GET" and path.startswith("/v1/models/"):
+            conn.start(content_type="application/json")
+            conn.send(_model_info(path.removeprefix("/v1/models/")))
+            conn.end()
+            return
         if method != "POST" or not path.startswith("/v1/messages"):
             conn.start("404 Not Found", "application/json")
             conn.send(b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
@@ -120,7 +125,7 @@ class Upstream:
             return
         request = orjson.loads(body)
         messages: list[dict[str, Any]] = request["messages"]
-        scenario = Scenario.from_query(messages[0]["content"])
+        scenario = Scenario.from_query(_text_of(messages[0]["content"]))
         self.streams += 1
         message_id = f"msg_bench_{self.streams:08d}"
         conn.start()
@@ -182,6 +187,35 @@ class Upstream:
             "cpu_ns": time.process_time_ns(),
             "rss_kb": rss_kb(),
         }
+
+
+def _text_of(content: Any) -> str:
+    """The question: a string, or (with a cache breakpoint on it) its first text block."""
+    if isinstance(content, str):
+        return content
+    return str(next(b["text"] for b in content if b.get("type") == "text"))
+
+
+def _model_info(model_id: str) -> bytes:
+    """The Models API record the gateway reads at startup: a model with no optional
+    capabilities, so requests carry nothing the bench does not measure."""
+    off = {"supported": False}
+    capabilities: dict[str, Any] = {
+        name: off
+        for name in ("batch", "citations", "code_execution", "image_input", "pdf_input",
+                     "structured_outputs", "context_management")
+    }  # fmt: skip
+    capabilities["effort"] = {"supported": False, "low": off, "medium": off, "high": off,
+                              "max": off}  # fmt: skip
+    capabilities["server_tools"] = {"supported": False, "code_execution": off, "web_search": off}
+    types = {"adaptive": off, "enabled": off, "disabled": {"supported": True},
+             "between_tools": off}  # fmt: skip
+    capabilities["thinking"] = {"supported": False, "types": types}
+    return orjson.dumps({
+        "type": "model", "id": model_id, "display_name": model_id, "lifecycle": "active",
+        "created_at": "2026-01-01T00:00:00Z", "deprecated_at": None, "retires_at": None,
+        "max_input_tokens": 1_000_000, "max_tokens": 128_000, "capabilities": capabilities,
+    })  # fmt: skip
 
 
 def _is_tool_results(message: dict[str, Any]) -> bool:
