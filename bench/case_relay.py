@@ -93,6 +93,17 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
         bench.add(
             Row(
                 f"6{regime}",
+                title + ", OpenAI Chat Completions read path",
+                median(values["gateway-openai"]),
+                "us",
+                "gateway",
+                gateway,
+                ratio=_ratio(values, "gateway-openai", "gateway"),
+            )
+        )
+        bench.add(
+            Row(
+                f"6{regime}",
                 title + ", SDK helper read path",
                 median(values["gateway-sdk-helper"]),
                 "us",

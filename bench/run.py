@@ -26,6 +26,7 @@ SYSTEMS: dict[str, list[str]] = {
     "relay-sdk-helper": ["bench.relays", "sdk-helper"],
     "gateway": ["bench.serve", "--read-path", "raw"],
     "gateway-sdk-helper": ["bench.serve", "--read-path", "helper"],
+    "gateway-openai": ["bench.serve", "--upstream-kind", "openai"],
 }
 
 

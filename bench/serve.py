@@ -25,6 +25,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--read-path", choices=("raw", "helper"), default="raw")
+    parser.add_argument(
+        "--upstream-kind", choices=("anthropic", "openai"), default="anthropic",
+        help="the upstream's API: Messages, or Chat Completions (at URL/v1)",
+    )  # fmt: skip
     parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
     parser.add_argument("--takeover-s", type=float, default=10.0, help="GATEWAY_TAKEOVER_S")
     parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
@@ -49,7 +53,10 @@ def main() -> None:
         vars(gateway.upstreams)["AnthropicProvider"] = HelperProvider
     settings = Settings(
         _env_file=None,
-        gateway_upstream="anthropic",
+        gateway_upstream=args.upstream_kind,
+        openai_base_url=f"{args.upstream}/v1",
+        openai_api_key="bench",
+        openai_model="bench-chat",
         anthropic_api_key="bench",
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from bench import script
+from bench import chat_script, script
 from bench.common import raise_nofile, rss_kb
 from bench.script import Scenario
 
@@ -118,6 +118,9 @@ class Upstream:
             conn.send(_model_info(path.removeprefix("/v1/models/")))
             conn.end()
             return
+        if method == "POST" and path.startswith("/v1/chat/completions"):
+            self._chat(conn, orjson.loads(body))
+            return
         if method != "POST" or not path.startswith("/v1/messages"):
             conn.start("404 Not Found", "application/json")
             conn.send(b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
@@ -144,6 +147,20 @@ class Upstream:
             body_bytes = script.text_open(message_id) + deltas + script.text_close(scenario.n)
             self._burst(conn, body_bytes, scenario.n)
 
+    def _chat(self, conn: Connection, request: dict[str, Any]) -> None:
+        """The text scenarios (burst and paced) as a Chat Completions stream."""
+        scenario = Scenario.from_query(chat_script.question(request["messages"]))
+        self.streams += 1
+        chat_id = f"chatcmpl-bench{self.streams:08d}"
+        conn.start()
+        if scenario.rate > 0:
+            self._paced(conn, chat_id, scenario, chat=True)
+            return
+        cycle = [chat_script.text_delta(chat_id, text) for text in script.BURST_TEXTS]
+        deltas = b"".join(cycle[i % len(cycle)] for i in range(scenario.n))
+        opened = chat_script.text_open(chat_id)
+        self._burst(conn, opened + deltas + chat_script.text_close(chat_id, scenario.n), scenario.n)
+
     def _burst(self, conn: Connection, data: bytes, deltas: int) -> None:
         conn.send(data)
         conn.end()
@@ -158,25 +175,33 @@ class Upstream:
             text = f"gap_ms={(time.monotonic() - ended) * 1000:.3f}"
         self._burst(conn, script.text_reply(message_id, text), 1)
 
-    def _paced(self, conn: Connection, message_id: str, scenario: Scenario) -> None:
+    def _paced(
+        self, conn: Connection, message_id: str, scenario: Scenario, *, chat: bool = False
+    ) -> None:
         start = self.loop.time()
         count = 0
+
+        def delta(text: str) -> bytes:
+            return chat_script.text_delta(message_id, text) if chat else script.text_delta(text)
+
+        def close(n: int) -> bytes:
+            return chat_script.text_close(message_id, n) if chat else script.text_close(n)
 
         def tick() -> None:
             nonlocal count
             if conn.closed:
                 return
-            conn.send(script.text_delta(str(time.monotonic_ns())))
+            conn.send(delta(str(time.monotonic_ns())))
             count += 1
             self.sent += 1
             if count >= scenario.n:
-                conn.send(script.text_close(count))
+                conn.send(close(count))
                 conn.end()
                 self.finished += 1
                 return
             conn.timer = self.loop.call_at(start + count / scenario.rate, tick)
 
-        conn.send(script.text_open(message_id))
+        conn.send(chat_script.text_open(message_id) if chat else script.text_open(message_id))
         tick()
 
     def stats(self) -> dict[str, Any]:
