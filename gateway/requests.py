@@ -9,8 +9,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.errors import ValidationFailed
+from gateway.history import check_history
 from gateway.run import RunRequest
-from gateway.sessions import history_problem
 from gateway.settings import Settings
 
 MIN_THINKING_BUDGET = 1_024
@@ -122,9 +122,7 @@ def parse_run_request(
 
 def _messages(body: RunBody) -> list[dict[str, Any]]:
     if body.messages is not None:
-        problem = history_problem(body.messages)
-        if problem:
-            raise ValidationFailed(f"Invalid messages: {problem}", {"field": "messages"})
+        check_history(body.messages)
         return body.messages
     if body.query is None or not body.query.strip():
         raise ValidationFailed("query is required (or messages)", {"field": "query"})

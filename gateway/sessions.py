@@ -1,6 +1,5 @@
 """Conversation histories by session id, so `sessionId` continues an earlier run (in this
-process, or in Redis for every process); and the validation of a client-supplied history
-against what the Messages API accepts.
+process, or in Redis for every process). A client-supplied history is checked in `history`.
 """
 
 from __future__ import annotations
@@ -95,57 +94,3 @@ def _tool_ids(message: Message) -> list[str]:
     if not isinstance(content, list):
         return []
     return [b.get("id", "") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-
-
-def _result_ids(message: Message) -> list[str]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        b.get("tool_use_id", "")
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    ]
-
-
-def history_problem(messages: list[Message]) -> str | None:
-    """What the Messages API would reject in this history, or None if it looks valid."""
-    if not messages:
-        return "messages must not be empty"
-    for i, message in enumerate(messages):
-        problem = _message_problem(i, message)
-        if problem:
-            return problem
-        expected = "user" if i % 2 == 0 else "assistant"
-        if message["role"] != expected:
-            return f"messages[{i}].role must be {expected!r}: roles alternate, starting with user"
-        answered = set(_tool_ids(messages[i - 1])) if i and expected == "user" else set()
-        for tool_use_id in _result_ids(message):
-            if tool_use_id not in answered:
-                return (
-                    f"messages[{i}] has a tool_result for {tool_use_id!r} with no matching "
-                    "tool_use in the assistant message before it"
-                )
-        if expected == "assistant" and i + 1 < len(messages):
-            missing = set(_tool_ids(message)) - set(_result_ids(messages[i + 1]))
-            if missing:
-                return f"messages[{i}] has tool_use {sorted(missing)} with no tool_result after it"
-    if messages[-1]["role"] != "user":
-        return "the last message must be from the user"
-    return None
-
-
-def _message_problem(i: int, message: Any) -> str | None:
-    if not isinstance(message, dict):
-        return f"messages[{i}] must be an object"
-    if message.get("role") not in ("user", "assistant"):
-        return f"messages[{i}].role must be 'user' or 'assistant'"
-    content = message.get("content")
-    if isinstance(content, str):
-        return None if content else f"messages[{i}].content must not be empty"
-    if not isinstance(content, list) or not content:
-        return f"messages[{i}].content must be a string or a non-empty list of blocks"
-    for j, block in enumerate(content):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            return f"messages[{i}].content[{j}] must be an object with a 'type'"
-    return None
