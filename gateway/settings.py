@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     """How long a finished run's event log stays readable for re-attach."""
     gateway_run_log_max_events: int = Field(200_000, ge=100)
     gateway_max_body_bytes: int = Field(1_048_576, ge=1_024)
+    gateway_body_timeout_s: float = Field(30.0, gt=0)
+    """How long a request body may take to arrive (408 after)."""
+    gateway_write_timeout_s: float = Field(30.0, gt=0)
+    """How long one SSE write may wait on a client that does not read before it is dropped."""
     gateway_api_keys: Annotated[tuple[str, ...], NoDecode] = ()
     gateway_upstream_max_retries: int = Field(3, ge=0)
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
