@@ -53,6 +53,7 @@ async def test_a_client_that_does_not_read_is_dropped(
 ) -> None:
     client = await make_gateway(gateway_write_timeout_s=0.5, gateway_resume_grace_s=5.0)
     fake.add(Reply([Text(BIG, chunk=60_000)]))
+    assert client.port is not None
     reader, writer = await non_reader(client.host, client.port)
     manager = client.app[keys.RUNS]
     [run] = manager.active() or [None]
