@@ -140,14 +140,16 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
 def _stores(settings: Settings) -> tuple[SessionStore, RedisStore | None]:
     """Sessions, and the run store shared with other processes: Redis when REDIS_URL is set."""
     if not settings.redis_url:
-        return MemorySessions(settings.gateway_session_ttl_s), None
+        cache_bytes = settings.gateway_session_cache_bytes
+        return MemorySessions(settings.gateway_session_ttl_s, max_bytes=cache_bytes), None
     shared = RedisStore(
         settings.redis_url,
         prefix=settings.redis_key_prefix,
         run_ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
     )
-    return shared.sessions(settings.gateway_session_ttl_s), shared
+    sessions = shared.sessions(settings.gateway_session_ttl_s, settings.gateway_session_cache_bytes)
+    return sessions, shared
 
 
 def _tracer(app: web.Application) -> Tracer:

@@ -219,8 +219,9 @@ class RedisStore:
         status = "ok" if self.ok else "down"
         return {"status": status, "last_error": self.last_error, "pending_runs": pending}
 
-    def sessions(self, ttl_s: float) -> RedisSessions:
-        return RedisSessions(self.client, f"{self.prefix}session:", ttl_s, OP_TIMEOUT_S)
+    def sessions(self, ttl_s: float, max_bytes: int) -> RedisSessions:
+        prefix = f"{self.prefix}session:"
+        return RedisSessions(self.client, prefix, ttl_s, OP_TIMEOUT_S, max_bytes)
 
     async def readers(self, run_id: str) -> int:
         """Readers of an owned run attached on other processes (0 if Redis fails: then the

@@ -96,6 +96,8 @@ class Settings(BaseSettings):
     redis_key_prefix: str = "rg:"
     """Prefix of every Redis key and channel, so deployments (or tests) can share a server."""
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
+    gateway_session_cache_bytes: int = Field(256 << 20, ge=1 << 20)
+    """The in-process session cache's bound, as JSON bytes (oldest dropped first)."""
     """How long a session's history is kept after its last run."""
 
     # Workers and durable runs: several processes on one port, runs that outlive a worker.
