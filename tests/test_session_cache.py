@@ -75,6 +75,7 @@ async def test_a_save_during_an_outage_reaches_redis_later(tmp_path: Path) -> No
             await server.start()
             await sessions.save("next", history(2, 10))  # Redis is back: both go
             assert sessions.pending == set()
-            assert orjson.loads(await client.get("t:lost")) == history(1, 10)
+            saved = await client.get("t:lost")
+            assert saved is not None and orjson.loads(saved) == history(1, 10)
         finally:
             await client.aclose()
