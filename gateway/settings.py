@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     gateway_upstream_max_retries: int = Field(3, ge=0)
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
     gateway_upstream_timeout_s: float = Field(600.0, gt=0)
+    gateway_upstream_deadline_s: float = Field(900.0, gt=0)
+    """One model call in all, retries and their waits included."""
     gateway_trace_content: bool = False
     gateway_gc_freeze: bool = True
     """Once the app is up, move everything made at startup out of the collector's way and
