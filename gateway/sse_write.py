@@ -18,8 +18,15 @@ CHUNK_BYTES = 64 * 1024
 
 
 async def write_frames(
-    request: web.Request, response: web.StreamResponse, frames: Iterable[bytes], timeout_s: float
-) -> None:
+    request: web.Request, response: web.StreamResponse,
+    frames: Iterable[bytes] | bytes | memoryview, timeout_s: float,
+) -> None:  # fmt: skip
+    """Frames as a list, or already joined in one buffer (written as slices of it)."""
+    if isinstance(frames, bytes | memoryview):
+        view = memoryview(frames)
+        for start in range(0, len(view), CHUNK_BYTES):
+            await write(request, response, view[start : start + CHUNK_BYTES], timeout_s)
+        return
     batch: list[bytes] = []
     size = 0
     for frame in frames:
@@ -33,7 +40,7 @@ async def write_frames(
 
 
 async def write(
-    request: web.Request, response: web.StreamResponse, data: bytes, timeout_s: float
+    request: web.Request, response: web.StreamResponse, data: bytes | memoryview, timeout_s: float
 ) -> None:
     """Raise ConnectionResetError if the client is gone or did not read in time."""
     try:

@@ -10,9 +10,11 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from pytest_aiohttp import AiohttpClient
 
 from gateway import keys
 from gateway.app import create_app
+from gateway.sse_write import write_frames
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, read_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -90,3 +92,23 @@ async def test_shutdown_does_not_wait_for_non_readers(
     assert time.monotonic() - started < 4
     for _, writer in clients:
         writer.close()
+
+
+async def test_frames_go_out_whole_from_a_list_or_one_buffer(
+    aiohttp_client: AiohttpClient,
+) -> None:
+    frames = [b"id: %d\ndata: %b\n\n" % (n, b"x" * (n * 997 % 90_000)) for n in range(60)]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await write_frames(request, response, frames, 5.0)
+        await write_frames(request, response, b"".join(frames), 5.0)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    client = await aiohttp_client(app)
+    body = await (await client.get("/")).read()
+    assert body == b"".join(frames) * 2
