@@ -228,8 +228,7 @@ class RunManager:
         save = None
         if loaded and run.id not in self._lost_runs:
             # Before the terminal event, so whoever sees it can continue the session.
-            history = consistent_history(state.messages)
-            save = functools.partial(self.sessions.save, run.session_id, history)
+            save = functools.partial(self._save, run.session_id, state.messages)
         self._lost_runs.discard(run.id)
 
         def build_final(duration_ms: float) -> Event:
@@ -240,6 +239,9 @@ class RunManager:
             await end_run(run, ending, observer, build_final, save)
         finally:
             self._ended(run, outcome)
+
+    async def _save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        await self.sessions.save(session_id, consistent_history(messages))
 
     def _ended(self, run: Run, outcome: str) -> None:
         run.finished_at = time.monotonic()
