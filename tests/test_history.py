@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from gateway import keys
 from gateway.history import history_problem
@@ -189,3 +191,59 @@ async def test_refused_before_the_stream(make_gateway: GatewayFactory, name: str
     assert response.status == 400 and response.content_type == "application/json"
     assert body["error"]["code"] == "VALIDATION_ERROR"
     assert body["error"]["details"]["field"] == path and path in body["error"]["message"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    | st.sampled_from(["user", "assistant", "text", "tool_use", "tool_result", "toolu_1", "image"]),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(
+        st.sampled_from(["role", "content", "type", "text", "id", "name", "input",
+                         "tool_use_id", "source", "cache_control", "signature", "x"]),
+        inner, max_size=5,
+    ),
+    max_leaves=30,
+)  # fmt: skip
+
+
+TYPES = [
+    "text",
+    "image",
+    "document",
+    "tool_result",
+    "search_result",
+    "tool_use",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+]
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES)},
+    optional={
+        "text": JSON,
+        "id": st.sampled_from(["toolu_1", "toolu_2"]) | JSON,
+        "name": JSON,
+        "input": JSON,
+        "tool_use_id": st.sampled_from(["toolu_1", "toolu_2"]) | JSON,
+        "content": JSON | st.lists(JSON),
+        "source": JSON,
+        "signature": JSON,
+        "data": JSON,
+        "cache_control": JSON,
+        "citations": JSON,
+        "is_error": JSON,
+    },
+)
+MESSAGE = st.fixed_dictionaries({
+    "role": st.sampled_from(["user", "assistant"]),
+    "content": st.text(max_size=3) | st.lists(BLOCK, min_size=1, max_size=3),
+})  # fmt: skip
+
+
+@hypothesis.settings(max_examples=300, deadline=None, derandomize=True)
+@hypothesis.given(st.lists(JSON, max_size=4) | st.lists(MESSAGE, min_size=1, max_size=5))
+def test_any_json_gets_an_answer_never_an_exception(messages: list[Any]) -> None:
+    problem = history_problem(messages)
+    assert problem is None or (isinstance(problem[0], str) and problem[0].startswith("messages"))
