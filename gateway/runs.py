@@ -80,6 +80,7 @@ class RunManager:
         self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
         self._takeover_s = takeover_s
         self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
+        self._expiry: asyncio.TimerHandle | None = None
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
 
@@ -98,6 +99,8 @@ class RunManager:
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""
+        if self._expiry is not None:
+            self._expiry.cancel()
         if self.durable is not None:
             await self.durable.close()
         if self.shared is not None:
@@ -246,11 +249,25 @@ class RunManager:
     def _ended(self, run: Run, outcome: str) -> None:
         run.finished_at = time.monotonic()
         self._finished.append((run.finished_at, run.id))
+        self._schedule_expiry()
         if self._on_end is not None:
             try:
                 self._on_end(outcome)
             except Exception:
                 log.exception("the end callback of run %s failed", run.id)
+
+    def _schedule_expiry(self) -> None:
+        """One timer, for the oldest finished run: expired runs go even when no request
+        comes along to notice, so an idle server frees their logs."""
+        if self._expiry is not None or not self._finished:
+            return
+        delay = max(0.0, self._finished[0][0] + self._ttl_s - time.monotonic()) + 0.01
+        self._expiry = asyncio.get_running_loop().call_later(delay, self._on_expiry)
+
+    def _on_expiry(self) -> None:
+        self._expiry = None
+        self._expire_finished()
+        self._schedule_expiry()
 
     def _expire_finished(self) -> None:
         # Runs finish in time order, so the expired ones are at the front of the queue.

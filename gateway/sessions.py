@@ -40,6 +40,7 @@ class MemorySessions:
         # Insertion order is save order (a save moves its session to the end), so the
         # expired and the oldest are always at the front.
         self._items: dict[str, tuple[float, int, list[Message]]] = {}
+        self._timer: asyncio.TimerHandle | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -58,8 +59,23 @@ class MemorySessions:
         self._items[session_id] = (time.monotonic(), size, list(messages))
         self.bytes += size
         self._expire()
+        self._schedule()
         while len(self._items) > self._max or self.bytes > self._max_bytes:
             self._drop(next(iter(self._items)))
+
+    def _schedule(self) -> None:
+        """One timer, for the oldest entry: what expires is freed even if no other save
+        or read comes along to notice (a timer per save would itself grow)."""
+        if self._timer is not None or not self._items:
+            return
+        oldest = self._items[next(iter(self._items))][0]
+        delay = max(0.0, oldest + self._ttl_s - time.monotonic()) + 0.01
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._expire()
+        self._schedule()
 
     def _expire(self) -> None:
         horizon = time.monotonic() - self._ttl_s

@@ -119,3 +119,14 @@ async def test_unprintable_request_ids_are_replaced(gateway: Client, raw: bytes)
     assert b"application/json" in head and b'"VALIDATION_ERROR"' in body
     request_id = [h for h in head.split(b"\r\n") if h.lower().startswith(b"x-request-id:")]
     assert len(request_id) == 1 and len(request_id[0].split(b": ")[1]) == 32
+
+
+async def test_an_idle_server_frees_expired_runs(make_gateway: Any, fake: FakeAnthropic) -> None:
+    client = await make_gateway(gateway_run_ttl_s=0.2)
+    fake.add(Reply([Text("hello")]))
+    events = await read_events(await client.post("/api/stream", json={"query": "x"}))
+    manager = client.app[keys.RUNS]
+    assert manager._runs  # kept for re-attach a while
+    await asyncio.sleep(0.5)  # no request meanwhile
+    assert manager._runs == {}
+    assert events[-1]["type"] == "final"

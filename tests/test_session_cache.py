@@ -79,3 +79,10 @@ async def test_a_save_during_an_outage_reaches_redis_later(tmp_path: Path) -> No
             assert saved is not None and orjson.loads(saved) == history(1, 10)
         finally:
             await client.aclose()
+
+
+async def test_an_idle_cache_frees_what_expires() -> None:
+    cache = MemorySessions(ttl_s=0.1)
+    await cache.save("s", history(1, 1_000))
+    await asyncio.sleep(0.3)  # no save or read meanwhile
+    assert len(cache) == 0 and cache.bytes == 0
