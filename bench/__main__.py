@@ -19,6 +19,7 @@ from bench import report
 from bench.case_cache import prompt_cache
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
+from bench.case_soak import soak
 from bench.case_streams import many_streams
 from bench.case_takeover import takeover
 from bench.case_tools import parallel_tools, reattach, tool_input
@@ -37,6 +38,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "prompt_cache": prompt_cache,
     "takeover": takeover,
     "workers": two_workers,
+    "soak": soak,
 }
 
 

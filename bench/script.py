@@ -31,7 +31,8 @@ class Scenario:
 
     kind: str = "text"
     """`text`: `n` text deltas; `tool`: one tool_use with a `size`-byte input in 20-byte
-    fragments; `tools`: `tools` parallel calls of `bench_sleep` for `seconds` each."""
+    fragments; `tools`: `tools` parallel calls of `bench_sleep` for `seconds` each;
+    `fault`: one delta, then an `overloaded_error` event."""
     n: int = 100
     rate: float = 0.0
     """Text deltas per second, each carrying its send time; 0: as fast as the socket takes."""

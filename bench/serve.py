@@ -13,6 +13,7 @@ import argparse
 import cProfile
 import logging
 import socket
+from typing import Any
 
 from aiohttp import web
 
@@ -31,6 +32,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--redis", metavar="URL", help="share run state through this Redis")
     parser.add_argument("--takeover-s", type=float, default=10.0, help="GATEWAY_TAKEOVER_S")
+    parser.add_argument("--retention-s", type=float, help="GATEWAY_RUN_TTL_S and _SESSION_TTL_S")
     parser.add_argument("--port", type=int, default=0, help="listen here (0: any free port)")
     parser.add_argument(
         "--reuse-port", action="store_true", help="SO_REUSEPORT: workers share one port"
@@ -60,6 +62,7 @@ def main() -> None:
         anthropic_api_key="bench",
         anthropic_base_url=args.upstream,
         sdk_model="claude-bench",
+        **_retention(args.retention_s),
         redis_url=args.redis,
         gateway_takeover_s=args.takeover_s,
     )
@@ -82,6 +85,12 @@ def main() -> None:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile)
+
+
+def _retention(seconds: float | None) -> dict[str, Any]:
+    if seconds is None:
+        return {}
+    return {"gateway_run_ttl_s": seconds, "gateway_session_ttl_s": seconds}
 
 
 if __name__ == "__main__":

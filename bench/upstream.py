@@ -139,6 +139,9 @@ class Upstream:
         elif scenario.kind == "tools":
             self._burst(conn, script.tools_reply(message_id, scenario), scenario.tools)
             self.turn_ends[scenario.tag] = time.monotonic()
+        elif scenario.kind == "fault":  # overloaded mid-stream, after output: no retry
+            fault = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n'
+            self._burst(conn, script.text_open(message_id) + script.text_delta("part") + fault, 1)
         elif scenario.rate > 0:
             self._paced(conn, message_id, scenario)
         else:

@@ -53,7 +53,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if ring.open or not _protected(request):
         return await _as(request, handler, ANONYMOUS)
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    name = ring.identify(token.strip()) if scheme.lower() == "bearer" else None
+    token = token.strip()
+    # A key is printable ASCII; other bytes arrive as lone surrogates no digest can take.
+    usable = scheme.lower() == "bearer" and token.isascii() and token.isprintable()
+    name = ring.identify(token) if usable else None
     if name is None:
         raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/*")
     trace.get_current_span().set_attribute("enduser.id", name)

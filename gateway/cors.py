@@ -5,13 +5,16 @@ answered 204 here, before authentication: browsers never send credentials on a p
 Every other response to an allowed origin, SSE streams included, gets its headers in
 `on_response_prepare`, which aiohttp calls just before the headers go out, so handlers that
 prepare their own stream need not know about CORS. Any other origin gets no
-`Access-Control-Allow-Origin` at all (and its preflight a 403), so the browser refuses.
+`Access-Control-Allow-Origin` at all (and its preflight a 403), so the browser refuses;
+a POST from it (a form, or a fetch the browser sends without asking) is a 403 too.
 
 No `Access-Control-Allow-Credentials`: the API authenticates with a bearer header, not
 cookies, so there is nothing for a browser to send implicitly.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -38,9 +41,24 @@ def allowed_origin(request: web.Request) -> str | None:
     return "*" if "*" in allowed else None
 
 
+def foreign_post(request: web.Request) -> bool:
+    """A POST from a page on an origin that is neither this server nor allowed: refused,
+    so a page cannot start or cancel runs even where the browser sends it unasked."""
+    origin = request.headers.get("Origin")
+    if request.method != "POST" or origin is None:
+        return False
+    if not request.app[keys.SETTINGS].gateway_cors_origins:
+        return False
+    same = urlsplit(origin).netloc == request.host
+    return not same and allowed_origin(request) is None
+
+
 @web.middleware
 async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer preflights; everything else goes on (its headers come at prepare)."""
+    """Answer preflights, refuse POSTs from other origins; everything else goes on (its
+    headers come at prepare)."""
+    if foreign_post(request):
+        raise GatewayError("PERMISSION_ERROR", "This origin may not call the API")
     if request.method != "OPTIONS" or "Access-Control-Request-Method" not in request.headers:
         return await handler(request)
     origin = allowed_origin(request)

@@ -21,6 +21,7 @@ from gateway.fold import fold
 from gateway.ownership import check_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
+from gateway.sse_write import write, write_frames
 
 if TYPE_CHECKING:
     from gateway.redis_store import RedisStore
@@ -82,7 +83,8 @@ def _sse_response(request: web.Request, run_id: str) -> web.StreamResponse:
 
 async def stream_log(request: web.Request, run: Run, *, after: int) -> web.StreamResponse:
     """Write the run's events after `after`, then follow it live until its terminal event."""
-    heartbeat = request.app[keys.SETTINGS].gateway_heartbeat_s
+    settings = request.app[keys.SETTINGS]
+    heartbeat, timeout_s = settings.gateway_heartbeat_s, settings.gateway_write_timeout_s
     readers = request.app[keys.METRICS].sse_readers
     response = _sse_response(request, run.id)
     run.attach()
@@ -94,11 +96,11 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
             frames = log.since(after)
             if frames:
                 after = log.last_seq
-                await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                await write_frames(request, response, frames, timeout_s)
             elif log.closed:
                 break
             elif not await log.wait(heartbeat):
-                await response.write(sse.PING)
+                await write(request, response, sse.PING, timeout_s)
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client left; the run's grace timer decides what happens next
@@ -115,7 +117,8 @@ async def stream_shared(
     status = await shared.attach(run_id)
     if status is None:
         raise _not_found(run_id)
-    heartbeat = request.app[keys.SETTINGS].gateway_heartbeat_s
+    settings = request.app[keys.SETTINGS]
+    heartbeat, timeout_s = settings.gateway_heartbeat_s, settings.gateway_write_timeout_s
     readers = request.app[keys.METRICS].sse_readers
     response = _sse_response(request, run_id)
     readers.inc()
@@ -124,7 +127,7 @@ async def stream_shared(
         chunks = shared.follow(run_id, after, heartbeat, live=status == "running")
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
-                await response.write(chunk or sse.PING)
+                await write(request, response, chunk or sse.PING, timeout_s)
         await response.write_eof()
     except ConnectionResetError:
         pass  # as in stream_log: the owner's grace timer counts readers everywhere

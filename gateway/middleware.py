@@ -36,12 +36,21 @@ def route_of(request: web.Request) -> str:
     return resource.canonical if resource is not None else "unmatched"
 
 
+def request_id_of(request: web.Request) -> str:
+    """The caller's `x-request-id` if it is 1-128 printable ASCII characters, else a new
+    one: it goes into every error body and event, which must serialise (a non-UTF-8 byte
+    arrives as a lone surrogate, and orjson refuses those)."""
+    given = request.headers.get("x-request-id", "")
+    if 0 < len(given) <= 128 and all(" " <= c <= "~" for c in given):
+        return given
+    return uuid.uuid4().hex
+
+
 @web.middleware
 async def observe_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
     """One server span per request (continuing the caller's `traceparent`), its duration
     by route template, and `x-request-id` on every response."""
-    request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
-    request[keys.REQUEST_ID] = request_id[:128]
+    request[keys.REQUEST_ID] = request_id_of(request)
     route = route_of(request)
     started = time.perf_counter()
     status = 500

@@ -133,7 +133,12 @@ def _sse(description: str) -> dict[str, Any]:
 
 def _run_errors(*codes: ErrorCode) -> dict[str, Any]:
     answers = _errors("AUTHENTICATION_ERROR", "RATE_LIMIT_ERROR", "NETWORK_ERROR", *codes)
-    answers["413"] = {"description": "The body is too large", "content": _json("ErrorResponse")}
+    for status, description in (
+        ("408", "The body did not arrive in time"),
+        ("413", "The body is too large"),
+        ("415", "The body is not application/json"),
+    ):
+        answers[status] = {"description": description, "content": _json("ErrorResponse")}
     retry = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
     answers["429"]["headers"] = retry | RATE_HEADERS
     return answers

@@ -31,6 +31,7 @@ class RunPlanner:
         self.retry = RetryPolicy(
             max_retries=settings.gateway_upstream_max_retries,
             max_total_wait_s=settings.gateway_upstream_max_retry_wait_s,
+            call_deadline_s=settings.gateway_upstream_deadline_s,
         )
         self.system = settings.sdk_system_prompt or SYSTEM_PROMPT
 

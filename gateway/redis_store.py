@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import orjson
 import redis.asyncio as redis
 from redis.exceptions import NoScriptError, RedisError
 
@@ -54,6 +55,7 @@ RETRY_S = 0.5  # between flush attempts while Redis fails
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
 KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
 REDIS_ERRORS = (RedisError, OSError, TimeoutError)  # what a lost or slow Redis raises
+LOST_AFTER_S = 10.0  # a reader elsewhere waits this long for Redis before its error event
 
 Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry: id, fields
 ControlHandler = Callable[[str, str], None]
@@ -219,8 +221,9 @@ class RedisStore:
         status = "ok" if self.ok else "down"
         return {"status": status, "last_error": self.last_error, "pending_runs": pending}
 
-    def sessions(self, ttl_s: float) -> RedisSessions:
-        return RedisSessions(self.client, f"{self.prefix}session:", ttl_s, OP_TIMEOUT_S)
+    def sessions(self, ttl_s: float, max_bytes: int) -> RedisSessions:
+        prefix = f"{self.prefix}session:"
+        return RedisSessions(self.client, prefix, ttl_s, OP_TIMEOUT_S, max_bytes)
 
     async def readers(self, run_id: str) -> int:
         """Readers of an owned run attached on other processes (0 if Redis fails: then the
@@ -268,29 +271,59 @@ class RedisStore:
         self, run_id: str, after: int, heartbeat_s: float, *, live: bool
     ) -> AsyncGenerator[bytes, None]:
         """The frames after seq `after` as they reach the stream, until the terminal one;
-        b"" after `heartbeat_s` of silence (time for a ping). A Redis failure ends it."""
+        b"" after `heartbeat_s` of silence (time for a ping). Redis failing for longer
+        than `LOST_AFTER_S`, or a run that ended without its terminal frame, ends it with
+        an `error` frame of its own (see `lost_frame`), never a bare end of stream."""
         key, last = self.events_key(run_id), f"{after}-0".encode()
         block = max(1, int(heartbeat_s * 1000)) if live else None
-        try:
-            while True:
+        failing_since: float | None = None
+        while True:
+            try:
                 async with asyncio.timeout(heartbeat_s + OP_TIMEOUT_S):
                     entries = await self._read(key, last, block)
-                    if not entries and (block is None or not await self._running(run_id)):
-                        return  # it ended without a terminal frame: its mirror failed
-                if entries:
-                    last = entries[-1][0]
-                yield b"".join(fields[b"f"] for _, fields in entries)
-                if entries and b"end" in entries[-1][1]:
+                    ended = not entries and (block is None or not await self._running(run_id))
+                    complete = ended and await self._has_end(key)
+            except REDIS_ERRORS as exc:
+                now = asyncio.get_running_loop().time()
+                failing_since = failing_since if failing_since is not None else now
+                if now - failing_since >= LOST_AFTER_S:
+                    log.warning("run store: lost the stream of %s (%s)", run_id, exc)
+                    yield lost_frame(run_id, last, "The shared run store stopped answering")
                     return
-        except REDIS_ERRORS as exc:
-            log.warning("run store: lost the stream of %s (%s)", run_id, exc)
+                yield b""  # a ping meanwhile: the reader waits, then resumes without a gap
+                await asyncio.sleep(min(0.5, heartbeat_s))
+                continue
+            failing_since = None
+            if ended:  # nothing more will come: past its end already, or its mirror failed
+                if not complete:
+                    yield lost_frame(run_id, last, "The run ended without its last event")
+                return
+            if entries:
+                last = entries[-1][0]
+            yield b"".join(fields[b"f"] for _, fields in entries)
+            if entries and b"end" in entries[-1][1]:
+                return
 
     async def _read(self, key: str, last: bytes, block: int | None) -> list[Entry]:
         reply: Any = await self.client.xread({key: last}, count=FLUSH_MAX * 4, block=block)
         return list(reply[0][1]) if reply else []
 
+    async def _has_end(self, key: str) -> bool:
+        """Whether the run's stream holds its terminal frame (the last entry)."""
+        tail: Any = await self.client.xrevrange(key, count=1)
+        return bool(tail) and b"end" in tail[0][1]
+
     async def _running(self, run_id: str) -> bool:
         return bool(await self.client.hget(self.run_key(run_id), "status") == b"running")
+
+
+def lost_frame(run_id: str, last: bytes, message: str) -> bytes:
+    """An `error` for this reader only, not part of the run's log: it has no `id:` line,
+    so a client that re-attaches with Last-Event-ID resumes after the last real event."""
+    seq = int(last.split(b"-")[0]) + 1
+    body = GatewayError("NETWORK_ERROR", f"{message}; re-attach with Last-Event-ID to resume")
+    event = {"type": "error", "error": body.body(""), "run_id": run_id, "seq": seq}
+    return b"data: %b\n\n" % orjson.dumps(event)
 
 
 @contextlib.contextmanager

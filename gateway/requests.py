@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway import keys
 from gateway.errors import ValidationFailed
+from gateway.history import check_history
 from gateway.run import RunRequest
-from gateway.sessions import history_problem
 from gateway.settings import Settings
 
 MIN_THINKING_BUDGET = 1_024
+MAX_JSON_DEPTH = 64
+"""Deeper than any history needs, and far below where saving it would fail (orjson
+refuses to write JSON nested deeper than 254)."""
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
@@ -54,13 +59,47 @@ class RunBody(BaseModel):
 
 
 async def read_json_body(request: web.Request) -> Any:
-    raw = await request.read()  # over client_max_size: aiohttp raises 413
+    if request.content_type != "application/json":
+        # Also what keeps a page on another origin from posting without a preflight.
+        raise ValidationFailed("Send the body as Content-Type: application/json", status=415)
+    raw = await read_body(request)
     if not raw.strip():
         raise ValidationFailed("The request body is empty; send a JSON object")
     try:
-        return orjson.loads(raw)
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
+    if too_deep(data, MAX_JSON_DEPTH):
+        raise ValidationFailed(f"The request body nests deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole body within the read deadline: a client that withholds its last byte
+    holds a connection and a buffer until then, not for good."""
+    timeout_s = request.app[keys.SETTINGS].gateway_body_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await request.read()  # over client_max_size: aiohttp raises 413
+    except TimeoutError:
+        raise ValidationFailed(
+            f"The request body did not arrive within {timeout_s:g} s", status=408
+        ) from None
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether JSON nests deeper than `limit` (iteratively: the check must not recurse
+    into what it guards against; serialising it later would)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def body_from_query(params: Any) -> dict[str, Any]:
@@ -122,9 +161,7 @@ def parse_run_request(
 
 def _messages(body: RunBody) -> list[dict[str, Any]]:
     if body.messages is not None:
-        problem = history_problem(body.messages)
-        if problem:
-            raise ValidationFailed(f"Invalid messages: {problem}", {"field": "messages"})
+        check_history(body.messages)
         return body.messages
     if body.query is None or not body.query.strip():
         raise ValidationFailed("query is required (or messages)", {"field": "query"})

@@ -11,6 +11,7 @@ by other processes, and counts readers attached elsewhere before a grace timer c
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -23,6 +24,7 @@ import orjson
 
 from gateway import events
 from gateway.durable import Checkpoint, Claimed, Durability, resumed_loop
+from gateway.ending import Ending, end_run, internal_error
 from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.events import Event
@@ -64,7 +66,7 @@ class RunManager:
         on_finish: Callable[[Run, dict[str, int]], None] | None = None,
         takeover_s: float = 10.0,
     ) -> None:
-        self._factory = factory
+        self.factory = factory
         self._on_end = on_end
         self._on_finish = on_finish
         """Called with the run and its usage when its task ends, however it ends."""
@@ -78,6 +80,7 @@ class RunManager:
         self._finished: deque[tuple[float, str]] = deque()  # (finished_at, run_id)
         self._takeover_s = takeover_s
         self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
+        self._expiry: asyncio.TimerHandle | None = None
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
 
@@ -96,6 +99,8 @@ class RunManager:
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""
+        if self._expiry is not None:
+            self._expiry.cancel()
         if self.durable is not None:
             await self.durable.close()
         if self.shared is not None:
@@ -120,7 +125,7 @@ class RunManager:
         run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s, elsewhere)
         run.owner = request.caller
         state = RunState(run_id, session_id, list(request.messages))
-        deps = self._factory.deps(run, request, endpoint, parent)
+        deps = self.factory.deps(run, request, endpoint, parent)
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
         run.task = asyncio.create_task(self._drive(run, config, deps, state, request, endpoint))
@@ -141,7 +146,7 @@ class RunManager:
         log_.first_seq = claimed.last_seq + 1
         run = Run(run_id, state.session_id, log_, self._grace_s, lambda: shared.readers(run_id))
         run.owner = request.caller
-        deps = self._factory.deps(run, request, checkpoint.endpoint, None)
+        deps = self.factory.deps(run, request, checkpoint.endpoint, None)
         shared.mirror(run_id, state.session_id, log_, claimed.token)
         run.task = asyncio.create_task(self._drive_resumed(run, deps, state, checkpoint))
         self._runs[run_id] = run
@@ -154,13 +159,14 @@ class RunManager:
         on; a run its model can no longer take ends with its error event."""
         request = checkpoint.request
         try:
-            config = await self._factory.config(request)
+            config = await self.factory.config(request)
         except GatewayError as exc:
-            deps.observer.finished(exc.code, state.turns, state.usage, True)
-            run.log.append(events.error(exc.body(request.request_id)))
-            run.log.close()
-            run.finished_at = time.monotonic()
-            self._finished.append((run.finished_at, run.id))
+            terminal = events.error(exc.body(request.request_id))
+            ending = Ending(exc.code, terminal, state.turns, state.usage, request.request_id)
+            try:
+                await end_run(run, ending, deps.observer, lambda _: terminal, None)
+            finally:
+                self._ended(run, exc.code)
             return
         await self._drive(run, config, deps, state, request, checkpoint.endpoint)
 
@@ -199,8 +205,8 @@ class RunManager:
         endpoint: str,
     ) -> None:  # fmt: skip
         observer = deps.observer
-        failed = loaded = False
-        terminal: Event
+        loaded = False
+        terminal: Event | None = None
         try:
             if state.resumed:
                 run.log.append(events.warning("run_resumed", RESUMED, state.turns))
@@ -217,26 +223,51 @@ class RunManager:
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
         except GatewayError as exc:
-            failed, outcome = True, exc.code
+            outcome = exc.code
             terminal = events.error(exc.body(request.request_id))
         except Exception as exc:  # a bug: the client still gets its terminal event
             log.exception("run %s failed", run.id)
-            failed, outcome = True, "UNKNOWN_ERROR"
-            body = GatewayError("UNKNOWN_ERROR", f"Internal error: {type(exc).__name__}")
-            terminal = events.error(body.body(request.request_id))
-        duration_ms = observer.finished(outcome, state.turns, state.usage, failed)
-        if not failed:
-            terminal = _final(run, config, state, outcome, duration_ms, observer.trace_id)
-        # Before the terminal event, so whoever sees it can continue the session.
+            outcome, terminal = "UNKNOWN_ERROR", internal_error(exc, request.request_id)
+        save = None
         if loaded and run.id not in self._lost_runs:
-            await self.sessions.save(run.session_id, consistent_history(state.messages))
+            # Before the terminal event, so whoever sees it can continue the session.
+            save = functools.partial(self._save, run.session_id, state.messages)
         self._lost_runs.discard(run.id)
-        run.log.append(terminal)
-        run.log.close()
+
+        def build_final(duration_ms: float) -> Event:
+            return _final(run, config, state, outcome, duration_ms, observer.trace_id)
+
+        ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id)
+        try:
+            await end_run(run, ending, observer, build_final, save)
+        finally:
+            self._ended(run, outcome)
+
+    async def _save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        await self.sessions.save(session_id, consistent_history(messages))
+
+    def _ended(self, run: Run, outcome: str) -> None:
         run.finished_at = time.monotonic()
         self._finished.append((run.finished_at, run.id))
+        self._schedule_expiry()
         if self._on_end is not None:
-            self._on_end(outcome)
+            try:
+                self._on_end(outcome)
+            except Exception:
+                log.exception("the end callback of run %s failed", run.id)
+
+    def _schedule_expiry(self) -> None:
+        """One timer, for the oldest finished run: expired runs go even when no request
+        comes along to notice, so an idle server frees their logs."""
+        if self._expiry is not None or not self._finished:
+            return
+        delay = max(0.0, self._finished[0][0] + self._ttl_s - time.monotonic()) + 0.01
+        self._expiry = asyncio.get_running_loop().call_later(delay, self._on_expiry)
+
+    def _on_expiry(self) -> None:
+        self._expiry = None
+        self._expire_finished()
+        self._schedule_expiry()
 
     def _expire_finished(self) -> None:
         # Runs finish in time order, so the expired ones are at the front of the queue.

@@ -1,6 +1,5 @@
 """Conversation histories by session id, so `sessionId` continues an earlier run (in this
-process, or in Redis for every process); and the validation of a client-supplied history
-against what the Messages API accepts.
+process, or in Redis for every process). A client-supplied history is checked in `history`.
 """
 
 from __future__ import annotations
@@ -27,40 +26,91 @@ class SessionStore(Protocol):
 
 
 class MemorySessions:
-    """Histories in this process, dropped `ttl_s` after their last save."""
+    """Histories in this process, dropped `ttl_s` after their last save, and the oldest
+    dropped first past `max_bytes` (their size as JSON) or `max_sessions`."""
 
-    def __init__(self, ttl_s: float = 3600.0, max_sessions: int = 10_000) -> None:
+    def __init__(
+        self, ttl_s: float = 3600.0, max_sessions: int = 10_000, max_bytes: int = 256 << 20
+    ) -> None:
         self._ttl_s = ttl_s
         self._max = max_sessions
-        self._items: dict[str, tuple[float, list[Message]]] = {}
+        self._max_bytes = max_bytes
+        self.bytes = 0
+        """The JSON size of every kept history."""
+        # Insertion order is save order (a save moves its session to the end), so the
+        # expired and the oldest are always at the front.
+        self._items: dict[str, tuple[float, int, list[Message]]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     async def get(self, session_id: str) -> list[Message]:
+        self._expire()
         item = self._items.get(session_id)
-        if item is None or time.monotonic() - item[0] > self._ttl_s:
-            return []
-        return list(item[1])
+        return [] if item is None else list(item[2])
 
     async def save(self, session_id: str, messages: list[Message]) -> None:
-        self._items.pop(session_id, None)
-        self._items[session_id] = (time.monotonic(), list(messages))
-        while len(self._items) > self._max:  # oldest first: dicts keep insertion order
-            del self._items[next(iter(self._items))]
+        size = len(orjson.dumps(messages))
+        self._drop(session_id)
+        if size > self._max_bytes:
+            log.warning("session %s (%d bytes) is larger than the cache", session_id, size)
+            return
+        self._items[session_id] = (time.monotonic(), size, list(messages))
+        self.bytes += size
+        self._expire()
+        self._schedule()
+        while len(self._items) > self._max or self.bytes > self._max_bytes:
+            self._drop(next(iter(self._items)))
+
+    def _schedule(self) -> None:
+        """One timer, for the oldest entry: what expires is freed even if no other save
+        or read comes along to notice (a timer per save would itself grow)."""
+        if self._timer is not None or not self._items:
+            return
+        oldest = self._items[next(iter(self._items))][0]
+        delay = max(0.0, oldest + self._ttl_s - time.monotonic()) + 0.01
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._expire()
+        self._schedule()
+
+    def _expire(self) -> None:
+        horizon = time.monotonic() - self._ttl_s
+        while self._items:
+            oldest = next(iter(self._items))
+            if self._items[oldest][0] >= horizon:
+                return
+            self._drop(oldest)
+
+    def _drop(self, session_id: str) -> None:
+        item = self._items.pop(session_id, None)
+        if item is not None:
+            self.bytes -= item[1]
 
 
 class RedisSessions:
     """Histories in Redis (`{prefix}{session_id}`, JSON, expiring `ttl_s` after each save),
-    shared by every process; kept in this process only while Redis fails."""
+    shared by every process. A save Redis refuses is kept in this process and written
+    again with the next save that succeeds; until then this process reads it from here."""
 
     def __init__(
-        self, client: redis.Redis, prefix: str, ttl_s: float, timeout_s: float = 5.0
-    ) -> None:
+        self, client: redis.Redis, prefix: str, ttl_s: float, timeout_s: float = 5.0,
+        max_bytes: int = 256 << 20,
+    ) -> None:  # fmt: skip
         self._client = client
         self._prefix = prefix
         self._ttl_s = max(1, round(ttl_s))
         self._timeout_s = timeout_s
-        self._fallback = MemorySessions(ttl_s)
+        self._fallback = MemorySessions(ttl_s, max_bytes=max_bytes)
+        self.pending: set[str] = set()
+        """Sessions saved only here while Redis failed: to write again."""
 
     async def get(self, session_id: str) -> list[Message]:
+        if session_id in self.pending:  # newer than whatever Redis holds
+            return await self._fallback.get(session_id)
         try:
             async with asyncio.timeout(self._timeout_s):
                 raw = await self._client.get(self._prefix + session_id)
@@ -70,13 +120,33 @@ class RedisSessions:
         return list(orjson.loads(raw)) if raw else []
 
     async def save(self, session_id: str, messages: list[Message]) -> None:
-        data = orjson.dumps(messages)
         try:
-            async with asyncio.timeout(self._timeout_s):
-                await self._client.set(self._prefix + session_id, data, ex=self._ttl_s)
+            await self._write(session_id, messages)
         except (RedisError, OSError, TimeoutError) as exc:
-            log.warning("cannot save session %s to Redis (%s)", session_id, exc)
+            log.warning("cannot save session %s to Redis (%s); kept here, retried later",
+                        session_id, exc)  # fmt: skip
             await self._fallback.save(session_id, messages)
+            self.pending.add(session_id)
+            return
+        self.pending.discard(session_id)
+        await self._retry_pending()
+
+    async def _write(self, session_id: str, messages: list[Message]) -> None:
+        data = orjson.dumps(messages)
+        async with asyncio.timeout(self._timeout_s):
+            await self._client.set(self._prefix + session_id, data, ex=self._ttl_s)
+
+    async def _retry_pending(self) -> None:
+        """Redis answers again: write what it missed (what expired meanwhile is gone)."""
+        for session_id in list(self.pending):
+            messages = await self._fallback.get(session_id)
+            try:
+                if messages:
+                    await self._write(session_id, messages)
+            except (RedisError, OSError, TimeoutError):
+                return  # down again: the next save tries again
+            self.pending.discard(session_id)
+            log.info("session %s saved to Redis after an outage", session_id)
 
 
 def consistent_history(messages: list[Message]) -> list[Message]:
@@ -95,57 +165,3 @@ def _tool_ids(message: Message) -> list[str]:
     if not isinstance(content, list):
         return []
     return [b.get("id", "") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
-
-
-def _result_ids(message: Message) -> list[str]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        b.get("tool_use_id", "")
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    ]
-
-
-def history_problem(messages: list[Message]) -> str | None:
-    """What the Messages API would reject in this history, or None if it looks valid."""
-    if not messages:
-        return "messages must not be empty"
-    for i, message in enumerate(messages):
-        problem = _message_problem(i, message)
-        if problem:
-            return problem
-        expected = "user" if i % 2 == 0 else "assistant"
-        if message["role"] != expected:
-            return f"messages[{i}].role must be {expected!r}: roles alternate, starting with user"
-        answered = set(_tool_ids(messages[i - 1])) if i and expected == "user" else set()
-        for tool_use_id in _result_ids(message):
-            if tool_use_id not in answered:
-                return (
-                    f"messages[{i}] has a tool_result for {tool_use_id!r} with no matching "
-                    "tool_use in the assistant message before it"
-                )
-        if expected == "assistant" and i + 1 < len(messages):
-            missing = set(_tool_ids(message)) - set(_result_ids(messages[i + 1]))
-            if missing:
-                return f"messages[{i}] has tool_use {sorted(missing)} with no tool_result after it"
-    if messages[-1]["role"] != "user":
-        return "the last message must be from the user"
-    return None
-
-
-def _message_problem(i: int, message: Any) -> str | None:
-    if not isinstance(message, dict):
-        return f"messages[{i}] must be an object"
-    if message.get("role") not in ("user", "assistant"):
-        return f"messages[{i}].role must be 'user' or 'assistant'"
-    content = message.get("content")
-    if isinstance(content, str):
-        return None if content else f"messages[{i}].content must not be empty"
-    if not isinstance(content, list) or not content:
-        return f"messages[{i}].content must be a string or a non-empty list of blocks"
-    for j, block in enumerate(content):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            return f"messages[{i}].content[{j}] must be an object with a 'type'"
-    return None

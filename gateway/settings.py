@@ -64,10 +64,16 @@ class Settings(BaseSettings):
     """How long a finished run's event log stays readable for re-attach."""
     gateway_run_log_max_events: int = Field(200_000, ge=100)
     gateway_max_body_bytes: int = Field(1_048_576, ge=1_024)
+    gateway_body_timeout_s: float = Field(30.0, gt=0)
+    """How long a request body may take to arrive (408 after)."""
+    gateway_write_timeout_s: float = Field(30.0, gt=0)
+    """How long one SSE write may wait on a client that does not read before it is dropped."""
     gateway_api_keys: Annotated[tuple[str, ...], NoDecode] = ()
     gateway_upstream_max_retries: int = Field(3, ge=0)
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
     gateway_upstream_timeout_s: float = Field(600.0, gt=0)
+    gateway_upstream_deadline_s: float = Field(900.0, gt=0)
+    """One model call in all, retries and their waits included."""
     gateway_trace_content: bool = False
     gateway_gc_freeze: bool = True
     """Once the app is up, move everything made at startup out of the collector's way and
@@ -92,6 +98,8 @@ class Settings(BaseSettings):
     redis_key_prefix: str = "rg:"
     """Prefix of every Redis key and channel, so deployments (or tests) can share a server."""
     gateway_session_ttl_s: float = Field(3600.0, gt=0)
+    gateway_session_cache_bytes: int = Field(256 << 20, ge=1 << 20)
+    """The in-process session cache's bound, as JSON bytes (oldest dropped first)."""
     """How long a session's history is kept after its last run."""
 
     # Workers and durable runs: several processes on one port, runs that outlive a worker.

@@ -33,17 +33,17 @@ async def error_of(response: Any, status: int) -> dict[str, Any]:
         ({"query": "x", "thinking": 100}, "at least 1024"),
         ({"query": "x", "tools": ["echo", "rm_rf"]}, "Unknown tool names: rm_rf"),
         ({"query": "x", "sessionId": "../../etc"}, "sessionId"),
-        ({"messages": [{"role": "assistant", "content": "hi"}]}, "role must be 'user'"),
+        ({"messages": [{"role": "assistant", "content": "hi"}]}, "role: must be 'user'"),
         ({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]},
          "roles alternate"),
         ({"messages": [{"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]},
-         "no matching tool_use"),
+         "answers no unanswered tool_use"),
         ({"messages": [
             {"role": "user", "content": "q"},
             {"role": "assistant", "content": [
                 {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {}}]},
-            {"role": "user", "content": "no results"}]}, "no tool_result after it"),
+            {"role": "user", "content": "no results"}]}, "no tool_result for tool_use"),
     ],
 )  # fmt: skip
 async def test_bad_input_is_400_before_any_stream(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aiohttp.test_utils import TestClient
@@ -97,3 +98,24 @@ async def test_stream_without_message_stop_is_an_error(
     events = await stream(gateway, query="x")
     assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "NETWORK_ERROR"
     assert "message_stop" in events[-1]["error"]["message"]
+
+
+async def test_invalid_json_from_the_upstream_is_its_failure(
+    gateway: Client, fake: FakeAnthropic
+) -> None:
+    fake.add(Reply([Text("partial answer")], garbage_after=4))
+    events = await stream(gateway, query="x")
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "NETWORK_ERROR"
+    assert "invalid JSON" in events[-1]["error"]["message"]
+
+
+async def test_a_stalled_upstream_costs_one_deadline_in_all(
+    make_gateway: Any, fake: FakeAnthropic
+) -> None:
+    """Stalls before any output are retried, but all of it within the call's deadline."""
+    client = await make_gateway(gateway_upstream_deadline_s=1.0, gateway_upstream_timeout_s=0.6)
+    fake.add(*[Reply([Text("never")], stall_after=0) for _ in range(4)])
+    started = time.monotonic()
+    events = await stream(client, query="x")
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "TIMEOUT_ERROR"
+    assert time.monotonic() - started < 2.5  # not 0.6 s per attempt, four attempts

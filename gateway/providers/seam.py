@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ class RetryPolicy:
     max_total_wait_s: float = 30.0
     base_delay_s: float = 0.5
     max_delay_s: float = 8.0
+    call_deadline_s: float = 900.0
+    """The whole model call, its retries and their waits included: a stalled upstream
+    costs at most this, not the per-read timeout once per retry."""
 
     def delay(self, attempt: int, retry_after_s: float | None) -> float:
         if retry_after_s is not None:
@@ -90,16 +94,18 @@ async def _with_retries(
 ) -> AsyncIterator[Event]:
     call = dataclasses.replace(call, model=provider.model or call.model)
     waited = 0.0
+    deadline = asyncio.get_running_loop().time() + policy.call_deadline_s
     for attempt in range(policy.max_retries + 1):
         try:
-            async for event in provider.attempt(call, turn):
+            async for event in _attempt(provider, call, turn, deadline, policy.call_deadline_s):
                 yield event
             return
         except UpstreamFailure as exc:
             failure = exc  # the `as` name is unbound after the except block
             delay = policy.delay(attempt, failure.retry_after_s)
             spent = attempt >= policy.max_retries or waited + delay > policy.max_total_wait_s
-            if not failure.retryable or turn.emitted or spent:
+            late = asyncio.get_running_loop().time() + delay >= deadline
+            if not failure.retryable or turn.emitted or spent or late:
                 raise
         waited += delay
         turn.reset()
@@ -112,3 +118,30 @@ async def _with_retries(
             error_code=failure.code, upstream=provider.name,
         )  # fmt: skip
         await asyncio.sleep(delay)
+
+
+async def _attempt(
+    provider: Provider, call: ModelCall, turn: Turn, deadline: float, deadline_s: float
+) -> AsyncIterator[Event]:
+    """One attempt's events, each awaited within the call's deadline (per step, never
+    across a `yield`: the consumer's own awaits are not ours to time). Invalid JSON from
+    the upstream is its failure, not ours."""
+    stream = provider.attempt(call, turn)
+    try:
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    event = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                message = f"The model call took longer than {deadline_s:g} s in all"
+                raise UpstreamFailure("TIMEOUT_ERROR", message) from None
+            except json.JSONDecodeError as exc:  # orjson's error is a subclass
+                message = f"Upstream sent invalid JSON: {exc}"
+                raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+            yield event
+    finally:  # its HTTP response closes now, not when the collector finds it
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()

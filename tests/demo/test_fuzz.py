@@ -29,7 +29,7 @@ from tests.demo.conftest import demo_settings
 
 # An invalid body that is also over GATEWAY_MAX_BODY_BYTES is refused with 413 (documented):
 # a rejection as good as a 400.
-REJECTED = ["400", "401", "404", "405", "413"]
+REJECTED = ["400", "401", "404", "405", "413", "415"]
 CONFIG = schemathesis.Config.from_dict(
     {"checks": {"negative_data_rejection": {"expected-statuses": REJECTED}}}
 )

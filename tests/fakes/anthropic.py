@@ -80,6 +80,7 @@ class Reply:
     error_after: int | None = None  # an `error` event after N events
     cut_after: int | None = None  # close the connection after N events
     stall_after: int | None = None  # stop sending (connection open) after N events
+    garbage_after: int | None = None  # a `data:` line that is not JSON after N events
     no_stop: bool = False  # end the body without message_stop
     delay_s: float = 0.0  # pause before each event
     model: str | None = None  # default: the model the request asked for, as the API answers
@@ -181,6 +182,8 @@ class FakeAnthropic:
                 return
             if n == reply.stall_after:
                 await asyncio.sleep(3600)
+            if n == reply.garbage_after:
+                await response.write(b"event: content_block_delta\ndata: {not json\n\n")
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             if reply.no_stop and event["type"] == "message_stop":
