@@ -109,24 +109,25 @@ class Upstream:
             stats = self.stats()
             if "reset=1" in path:
                 self.reset()
-            conn.start(content_type="application/json")
-            conn.send(orjson.dumps(stats))
-            conn.end()
-            return
-        if method == "GET" and path.startswith("/v1/models/"):
-            conn.start(content_type="application/json")
-            conn.send(_model_info(path.removeprefix("/v1/models/")))
-            conn.end()
-            return
-        if method == "POST" and path.startswith("/v1/chat/completions"):
+            self._json(conn, orjson.dumps(stats))
+        elif method == "GET" and path.startswith("/v1/models/"):
+            self._json(conn, _model_info(path.removeprefix("/v1/models/")))
+        elif method == "POST" and path.startswith("/v1/chat/completions"):
             self._chat(conn, orjson.loads(body))
-            return
-        if method != "POST" or not path.startswith("/v1/messages"):
+        elif method == "POST" and path.startswith("/v1/messages"):
+            self._messages(conn, orjson.loads(body))
+        else:
             conn.start("404 Not Found", "application/json")
             conn.send(b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
             conn.end()
-            return
-        request = orjson.loads(body)
+
+    @staticmethod
+    def _json(conn: Connection, body: bytes) -> None:
+        conn.start(content_type="application/json")
+        conn.send(body)
+        conn.end()
+
+    def _messages(self, conn: Connection, request: dict[str, Any]) -> None:
         messages: list[dict[str, Any]] = request["messages"]
         scenario = Scenario.from_query(_text_of(messages[0]["content"]))
         self.streams += 1
