@@ -10,6 +10,12 @@ from collections.abc import Sequence
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def event_loop() -> str:
+    """The loop every bench process serves on (`BENCH_EVENT_LOOP`: auto, uvloop, asyncio);
+    the gateway and the reference relays always share it, so their ratios stay fair."""
+    return os.environ.get("BENCH_EVENT_LOOP", "auto")
+
+
 def raise_nofile(want: int = 65_536) -> int:
     """Lift the open-files soft limit as far as the hard limit allows; returns it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -18,8 +18,9 @@ from typing import Any
 
 import orjson
 
-from bench.common import cpu_s, raise_nofile, schedstat
+from bench.common import cpu_s, event_loop, raise_nofile, schedstat
 from bench.wire import Dechunker, Response, request_bytes
+from gateway import eventloop
 
 OK_TERMINALS = frozenset({"final", "message_stop"})
 TOOL_PHASES = ("tool_start", "tool_input_delta", "tool_use")
@@ -195,7 +196,7 @@ def summarize(
 
 def main() -> None:
     spec = json.load(sys.stdin)
-    print(json.dumps(asyncio.run(run(spec))), flush=True)
+    print(json.dumps(eventloop.run(run(spec), event_loop())), flush=True)
 
 
 if __name__ == "__main__":

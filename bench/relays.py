@@ -25,7 +25,8 @@ from aiohttp import web
 from anthropic.types import MessageParam
 
 from bench import probe
-from bench.common import raise_nofile
+from bench.common import event_loop, raise_nofile
+from gateway.eventloop import new_loop
 
 MODEL = "claude-bench"
 MAX_TOKENS = 1024
@@ -170,7 +171,10 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # connections made before the app has started wait in the backlog
     print(f"READY {sock.getsockname()[1]}", flush=True)
-    web.run_app(app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None)
+    loop = new_loop(event_loop())
+    web.run_app(
+        app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop
+    )
 
 
 if __name__ == "__main__":

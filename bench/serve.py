@@ -19,7 +19,7 @@ from aiohttp import web
 
 from bench import probe
 from bench.benchtools import bench_registry
-from bench.common import raise_nofile
+from bench.common import event_loop, raise_nofile
 
 
 def main() -> None:
@@ -44,6 +44,7 @@ def main() -> None:
 
     import gateway.upstreams
     from gateway.app import create_app
+    from gateway.eventloop import new_loop
     from gateway.settings import Settings
     from gateway.telemetry import configure_tracing
     from gateway.toolset import StaticToolset
@@ -65,6 +66,7 @@ def main() -> None:
         **_retention(args.retention_s),
         redis_url=args.redis,
         gateway_takeover_s=args.takeover_s,
+        gateway_event_loop=event_loop(),
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()
@@ -76,11 +78,14 @@ def main() -> None:
     sock.bind(("127.0.0.1", args.port))
     sock.listen(128)  # connections made before the app has started wait in the backlog
     print(f"READY {sock.getsockname()[1]}", flush=True)
+    loop = new_loop(settings.gateway_event_loop)
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
     try:
-        web.run_app(app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None)
+        web.run_app(
+            app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop
+        )
     finally:
         if profiler is not None:
             profiler.disable()

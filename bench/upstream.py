@@ -19,8 +19,9 @@ from typing import Any
 import orjson
 
 from bench import chat_script, script
-from bench.common import raise_nofile, rss_kb
+from bench.common import event_loop, raise_nofile, rss_kb
 from bench.script import Scenario
+from gateway import eventloop
 
 
 class Connection(asyncio.Protocol):
@@ -272,4 +273,4 @@ async def serve() -> None:
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+        eventloop.run(serve(), event_loop())

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from gateway.app import create_app
 from gateway.auth import install_log_key
+from gateway.eventloop import loop_name, new_loop
 from gateway.settings import Settings
 from gateway.telemetry import configure_tracing
 
@@ -57,10 +58,11 @@ def serve(settings: Settings, *, reuse_port: bool) -> None:
         settings.tools_config().check()  # refuse to start without a User-Agent or key
     provider = configure_tracing()
     app = create_app(settings, tracer_provider=provider)
+    loop = new_loop(settings.gateway_event_loop)
     print(
         f"research-gateway on http://{settings.host}:{settings.port} "
         f"(upstream: {settings.upstream_kind}, SEC: {settings.sec_source}, "
-        f"search: {settings.search_backend})",
+        f"search: {settings.search_backend}, loop: {loop_name(loop)})",
         flush=True,
     )
     try:
@@ -72,6 +74,7 @@ def serve(settings: Settings, *, reuse_port: bool) -> None:
             shutdown_timeout=10,
             reuse_port=reuse_port or None,
             print=None,
+            loop=loop,
         )
     finally:
         provider.shutdown()

@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     """Once the app is up, move everything made at startup out of the collector's way and
     collect less often: full collections otherwise stall every stream for 100 ms and more
     at a few hundred streams."""
+    gateway_event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
+    """`auto`: uvloop when it is installed, else asyncio's own loop (see `eventloop`)."""
     gateway_demo_pacing_ms: float = Field(15.0, ge=0)
     """Pause before each streamed delta of the demo model, so people can watch it work."""
 
