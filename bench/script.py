@@ -47,6 +47,8 @@ class Scenario:
 
     @classmethod
     def from_query(cls, query: Any) -> Scenario:
+        if isinstance(query, list):  # content blocks (a cache breakpoint): the first text
+            query = next((b.get("text") for b in query if b.get("type") == "text"), None)
         if isinstance(query, str) and query.startswith(PREFIX):
             return cls(**json.loads(query[len(PREFIX) :]))
         return cls()
