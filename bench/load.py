@@ -14,7 +14,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -55,7 +55,8 @@ class Reader(asyncio.Protocol):
         self.pending = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports are not asyncio.Transport subclasses, but behave as one.
+        transport = cast(asyncio.Transport, transport)
         transport.write(self.request)
 
     def data_received(self, data: bytes) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -37,7 +37,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports are not asyncio.Transport subclasses, but behave as one.
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
 
     def connection_lost(self, exc: Exception | None) -> None:
