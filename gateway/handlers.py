@@ -93,10 +93,10 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
         await response.prepare(request)
         log = run.log
         while True:
-            frames = log.since(after)
-            if frames:
+            data = log.read(after)
+            if data:
                 after = log.last_seq
-                await write_frames(request, response, frames, timeout_s)
+                await write_frames(request, response, data, timeout_s)
             elif log.closed:
                 break
             elif not await log.wait(heartbeat):
