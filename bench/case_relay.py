@@ -113,12 +113,20 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
             )
         )
     starts = per_event["c"]
+    titles["c"] = "CPU per run (start, upstream call, end)"
     for ref in ("relay-raw", "relay-sdk-events"):
         ratio = _ratio(starts, "gateway", ref)
-        title = "CPU per run (start, upstream call, end)"
         bench.add(
-            Row("1c", title, median(starts["gateway"]), "us", ref, median(starts[ref]), ratio=ratio)
-        )
+            Row("1c", titles["c"], median(starts["gateway"]), "us", ref, median(starts[ref]),
+                ratio=ratio)
+        )  # fmt: skip
+    for regime, title in titles.items():  # the event loop lever: same gateway, asyncio's loop
+        values = per_event[regime]
+        bench.add(
+            Row(f"1{regime}", title + ", on asyncio's own event loop",
+                median(values["gateway-asyncio"]), "us", "gateway", median(values["gateway"]),
+                ratio=_ratio(values, "gateway-asyncio", "gateway"))
+        )  # fmt: skip
 
 
 def relay_table(bench: Bench) -> list[list[str]]:

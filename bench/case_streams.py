@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import Coroutine
 from typing import Any
 
@@ -23,6 +24,8 @@ BUSY_WAIT = 0.05
 
 async def many_streams(bench: Bench) -> None:
     levels = bench.pick((500,), (250, 500, 1000))
+    if os.environ.get("BENCH_STREAMS"):  # e.g. BENCH_STREAMS=1000,1500,2000: other levels
+        levels = tuple(int(level) for level in os.environ["BENCH_STREAMS"].split(","))
     duration = bench.pick(6.0, 10.0)
     ramp = bench.pick(4.0, 5.0)
     scenario = Scenario(n=int(RATE * duration), rate=RATE)

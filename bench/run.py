@@ -27,6 +27,8 @@ SYSTEMS: dict[str, list[str]] = {
     "gateway": ["bench.serve", "--read-path", "raw"],
     "gateway-sdk-helper": ["bench.serve", "--read-path", "helper"],
     "gateway-openai": ["bench.serve", "--upstream-kind", "openai"],
+    # The event loop lever, A/B in the same run: the gateway on asyncio's own loop.
+    "gateway-asyncio": ["bench.serve", "--read-path", "raw", "--event-loop", "asyncio"],
 }
 
 

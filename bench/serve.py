@@ -37,10 +37,17 @@ def main() -> None:
     parser.add_argument(
         "--reuse-port", action="store_true", help="SO_REUSEPORT: workers share one port"
     )
+    parser.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default=event_loop(),
+        help="GATEWAY_EVENT_LOOP (default: BENCH_EVENT_LOOP, else auto)",
+    )
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # as `python -m gateway` does
 
     import gateway.upstreams
     from gateway.app import create_app
@@ -66,7 +73,7 @@ def main() -> None:
         **_retention(args.retention_s),
         redis_url=args.redis,
         gateway_takeover_s=args.takeover_s,
-        gateway_event_loop=event_loop(),
+        gateway_event_loop=args.event_loop,
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()
