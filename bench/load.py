@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -197,7 +198,10 @@ def summarize(
 
 def main() -> None:
     spec = json.load(sys.stdin)
-    print(json.dumps(eventloop.run(run(spec), event_loop())), flush=True)
+    summary = eventloop.run(run(spec), event_loop())
+    # libuv leaves stdout non-blocking: a large summary would be cut at the pipe's size.
+    os.set_blocking(sys.stdout.fileno(), True)
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
