@@ -13,13 +13,16 @@ from pathlib import Path
 
 from bench.case_relay import relay_table
 from bench.case_streams import streams_table
+from bench.common import event_loop
 from bench.procs import ROOT, Cores
 from bench.run import Bench, Row
+from gateway.eventloop import loop_factory
 
 PACKAGES = (
     "aiohttp",
     "anthropic",
     "httpx2",
+    "uvloop",
     "orjson",
     "pydantic",
     "opentelemetry-sdk",
@@ -138,6 +141,8 @@ def machine(cores: Cores, code: str) -> list[str]:
         f"- OS: Linux {platform.release()}; Python {platform.python_version()} "
         f"({platform.python_implementation()})",
         f"- Packages: {versions}",
+        f"- Event loop of every process: {loop_factory(event_loop()).__module__.split('.')[0]} "
+        f"(BENCH_EVENT_LOOP={event_loop()})",
         f"- Code: {code}",
     ]
 
