@@ -199,9 +199,12 @@ def summarize(
 def main() -> None:
     spec = json.load(sys.stdin)
     summary = eventloop.run(run(spec), event_loop())
-    # libuv leaves stdout non-blocking: a large summary would be cut at the pipe's size.
-    os.set_blocking(sys.stdout.fileno(), True)
-    print(json.dumps(summary), flush=True)
+    data = (json.dumps(summary) + "\n").encode()
+    # Straight to the descriptor: under uvloop, print() cut summaries at 128 KB (partial
+    # writes to the pipe went unnoticed), which broke the full run's paced case.
+    os.set_blocking(1, True)
+    while data:
+        data = data[os.write(1, data) :]
 
 
 if __name__ == "__main__":
