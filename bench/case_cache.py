@@ -1,4 +1,4 @@
-"""Case 8: what prompt caching saves on a real research run.
+"""Case 10: what prompt caching saves on a real research run.
 
 A scripted five-round research run (ticker lookup, figures, filing list, a filing's risk
 factors, full-text search, then the answer) goes through the gateway with the bundled
@@ -40,14 +40,14 @@ async def prompt_cache(bench: Bench) -> None:
     bench.details["prompt_cache"] = {"on": on, "off": off}
     billed_on, billed_off = _billed(on), _billed(off)
     figure = "5-round research run: input billed, full-price token equivalents"
-    bench.add(Row("8", figure, billed_on, "tok", "caching off", billed_off, target="report"))
+    bench.add(Row("10", figure, billed_on, "tok", "caching off", billed_off, target="report"))
     later = on[1:]  # every call after the first reads what the one before it wrote
     read = sum(u["cache_read_input_tokens"] for u in later)
     share = read / sum(u[k] for u in later for k in KEYS)
     each = ", ".join(f"{u['cache_read_input_tokens'] / sum(u[k] for k in KEYS):.0%}" for u in later)
     bench.add(
         Row(
-            "8", "calls 2-6 of that run: share of their input read from the cache",
+            "10", "calls 2-6 of that run: share of their input read from the cache",
             share * 100, "%", target=">= 80%", passed=share >= 0.8, note=f"per call: {each}",
         )
     )  # fmt: skip
