@@ -89,6 +89,20 @@ def _strip_field(line: bytes) -> bytes:
     return value[1:] if value[:1] == b" " else value
 
 
+def parse_tool_input(tool_id: str, joined: str, errors: dict[str, str]) -> dict[str, Any]:
+    """A tool call's joined input fragments, parsed once; what is not a JSON object becomes
+    `errors[tool_id]` (the model gets it back as an `is_error` result) and `{}`."""
+    try:
+        value = orjson.loads(joined)
+    except orjson.JSONDecodeError as exc:
+        errors[tool_id] = f"The tool input was not valid JSON ({exc})."
+        return {}
+    if not isinstance(value, dict):
+        errors[tool_id] = "The tool input must be a JSON object."
+        return {}
+    return value
+
+
 def _server_flag(block: dict[str, Any]) -> dict[str, bool]:
     return {"server": True} if block.get("type") == "server_tool_use" else {}
 
@@ -266,15 +280,7 @@ class TurnTranslator:
     def _parse_input(self, tool_id: str, joined: str, initial: Any) -> dict[str, Any]:
         if not joined.strip():
             return initial if isinstance(initial, dict) else {}
-        try:
-            value = orjson.loads(joined)
-        except orjson.JSONDecodeError as exc:
-            self.input_errors[tool_id] = f"The tool input was not valid JSON ({exc})."
-            return {}
-        if not isinstance(value, dict):
-            self.input_errors[tool_id] = "The tool input must be a JSON object."
-            return {}
-        return value
+        return parse_tool_input(tool_id, joined, self.input_errors)
 
     def _message_start(self, message: dict[str, Any]) -> None:
         self.message_id = message.get("id")

@@ -57,10 +57,11 @@ def translate(data: bytes, chunk: int) -> tuple[TurnTranslator, list[dict[str, A
     return turn, out
 
 
-async def test_fake_and_translator_agree_with_the_sdk(
-    fake_server: TestServer, fake: FakeAnthropic
-) -> None:
-    fake.add(REPLY)
+async def sdk_final_message(
+    fake_server: TestServer, fake: FakeAnthropic, reply: Reply
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The SDK's own accumulation of `reply` from the fake (the oracle), and its content."""
+    fake.add(reply)
     client = anthropic.AsyncAnthropic(
         api_key="k", base_url=str(fake_server.make_url("")).rstrip("/"), max_retries=0
     )
@@ -69,7 +70,13 @@ async def test_fake_and_translator_agree_with_the_sdk(
     ) as sdk_stream:
         message = await sdk_stream.get_final_message()
     await client.close()
-    expected = [block.model_dump(exclude_none=True) for block in message.content]
+    return message, [block.model_dump(exclude_none=True) for block in message.content]
+
+
+async def test_fake_and_translator_agree_with_the_sdk(
+    fake_server: TestServer, fake: FakeAnthropic
+) -> None:
+    message, expected = await sdk_final_message(fake_server, fake, REPLY)
     turn, _ = translate(wire_bytes(FakeAnthropic(), REPLY), chunk=7)
     assert turn.content == expected
     assert message.stop_reason == turn.stop_reason == "tool_use"
@@ -150,16 +157,7 @@ SERVER_REPLY = Reply(
 async def test_server_tools_citations_and_redacted_thinking_agree_with_the_sdk(
     fake_server: TestServer, fake: FakeAnthropic
 ) -> None:
-    fake.add(SERVER_REPLY)
-    client = anthropic.AsyncAnthropic(
-        api_key="k", base_url=str(fake_server.make_url("")).rstrip("/"), max_retries=0
-    )
-    async with client.messages.stream(
-        model="claude-test-model", max_tokens=100, messages=[{"role": "user", "content": "x"}]
-    ) as sdk_stream:
-        message = await sdk_stream.get_final_message()
-    await client.close()
-    expected = [block.model_dump(exclude_none=True) for block in message.content]
+    _, expected = await sdk_final_message(fake_server, fake, SERVER_REPLY)
     turn, events = translate(wire_bytes(FakeAnthropic(), SERVER_REPLY), chunk=5)
     assert turn.content == expected  # back to the API verbatim: input and result included
     assert turn.content[1]["input"] == {"query": "nvidia revenue 2026"}

@@ -22,6 +22,7 @@ from gateway import events
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.failures import failure_from_error_object
+from gateway.upstream import parse_tool_input
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -187,15 +188,7 @@ class ChatTurn:
     def _parse_input(self, call_id: str, joined: str) -> dict[str, Any]:
         if not joined.strip():
             return {}
-        try:
-            value = orjson.loads(joined)
-        except orjson.JSONDecodeError as exc:
-            self.input_errors[call_id] = f"The tool input was not valid JSON ({exc})."
-            return {}
-        if not isinstance(value, dict):
-            self.input_errors[call_id] = "The tool input must be a JSON object."
-            return {}
-        return value
+        return parse_tool_input(call_id, joined, self.input_errors)
 
     def _take_usage(self, usage: dict[str, Any]) -> None:
         # Cumulative for the call; OpenAI counts cached tokens inside `prompt_tokens`,
