@@ -27,13 +27,14 @@ _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 class HelperProvider(AnthropicProvider):
     """Reads every call through the SDK's stream helper instead of the raw body."""
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[Any]:
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
         try:
             async with self._client.messages.stream(**params) as stream:
                 async for event in stream:
                     raw = as_raw(event)
                     if raw is not None:
-                        yield orjson.dumps(raw) if _AS_BYTES else raw
+                        # One event per list: the helper hands them over one at a time.
+                        yield [orjson.dumps(raw) if _AS_BYTES else raw]
         except anthropic.APIStatusError as exc:
             raise status_failure(exc) from exc
         except anthropic.APIConnectionError as exc:

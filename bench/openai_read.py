@@ -98,7 +98,9 @@ async def gateway(client: openai.AsyncOpenAI) -> int:
     provider = OpenAIProvider(client)
     call = ModelCall(model="m", max_tokens=10**6, messages=MESSAGES, system=None, tools=[])
     turn = provider.new_turn(1)
-    return sum([event["type"] == "delta" async for event in provider.attempt(call, turn)])
+    return sum(
+        [e["type"] == "delta" async for batch in provider.attempt(call, turn) for e in batch]
+    )
 
 
 async def sdk_objects(client: openai.AsyncOpenAI) -> int:

@@ -227,11 +227,13 @@ def turn_ended_run(state: RunState, max_turns: int) -> bool:
     return not (state.stop_reason == "pause_turn" and state.turns <= max_turns + MAX_PAUSES)
 
 
-async def resumed_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
+async def resumed_loop(
+    config: LoopConfig, deps: LoopDeps, state: RunState
+) -> AsyncIterator[list[Event]]:
     """The loop of a resumed run, unless its last turn had already ended it."""
     if turn_ended_run(state, config.max_turns):
         stop = events.OUTCOME_BY_STOP_REASON.get(state.stop_reason or "", "completed")
         state.outcome = state.wrap_up or stop
         return
-    async for event in run_loop(config, deps, state):
-        yield event
+    async for batch in run_loop(config, deps, state):
+        yield batch

@@ -1,6 +1,7 @@
 """The tool loop: call the model, relay its stream, run the tools it asks for, send the
-results back, and repeat until it stops asking. One async generator of events; it knows
-nothing of HTTP. The run driver (runs.py) turns its end into the terminal event.
+results back, and repeat until it stops asking. One async generator of events, in lists
+(a model's events come one list per upstream read); it knows nothing of HTTP. The run
+driver (runs.py) turns its end into the terminal event.
 """
 
 from __future__ import annotations
@@ -90,8 +91,11 @@ class RunState:
             self.usage[key] += value
 
 
-async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> AsyncIterator[Event]:
-    """Yields every event of the run except the terminal one; sets `state.outcome`."""
+async def run_loop(
+    config: LoopConfig, deps: LoopDeps, state: RunState
+) -> AsyncIterator[list[Event]]:
+    """Yields every event of the run except the terminal one, in lists (`turn_complete`
+    always alone, last in its list); sets `state.outcome`."""
     plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
     info = events.system_info(
@@ -102,20 +106,19 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         trace_id=deps.observer.trace_id,
     )
     if not state.resumed:  # a resumed run's readers had it from the first worker
-        yield info
-        for notice in plan.notices:
-            yield notice.copy()  # the log stamps each event it takes
+        # Copies: the log stamps each event it takes.
+        yield [info, *(notice.copy() for notice in plan.notices)]
     while True:
         if _context_full(plan, state):
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        yield events.turn_start(state.turns, config.max_turns)
+        yield [events.turn_start(state.turns, config.max_turns)]
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
-            async for event in call_model(deps.upstreams, call, state.turns, config.retry, hooks):
-                yield event
+            async for batch in call_model(deps.upstreams, call, state.turns, config.retry, hooks):
+                yield batch
             turn = span.finish()
         state.add_turn(turn)
         complete = events.turn_complete(
@@ -123,10 +126,10 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState) -> Async
         )
         if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
             async for event in _tool_round(config, deps, state, turn):
-                yield event
-            yield complete
+                yield [event]
+            yield [complete]
             continue
-        yield complete
+        yield [complete]
         if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns + MAX_PAUSES:
             continue
         state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(

@@ -278,17 +278,20 @@ class RunManager:
 
 
 async def _relay(
-    run: Run, loop_events: AsyncIterator[Event], observer: RunObserver,
+    run: Run, loop_events: AsyncIterator[list[Event]], observer: RunObserver,
     on_turn: Callable[[], None] | None,
 ) -> None:  # fmt: skip
     first_seen = False
-    async for event in loop_events:
-        if not first_seen and event["type"] in events.MODEL_EVENT_TYPES:
+    log_ = run.log
+    async for batch in loop_events:
+        if not first_seen and any(e["type"] in events.MODEL_EVENT_TYPES for e in batch):
             first_seen = True
             observer.first_event()
-        run.log.append(event)
-        if on_turn is not None and event["type"] == "turn_complete":
-            on_turn()  # a turn boundary: the state is whole (tool results included)
+        log_.extend(batch)
+        # `turn_complete` comes alone: a turn boundary, where the state is whole (tool
+        # results included).
+        if on_turn is not None and batch[-1]["type"] == "turn_complete":
+            on_turn()
 
 
 def _final(

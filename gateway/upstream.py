@@ -65,21 +65,22 @@ class SSEDecoder:
         self._buffer = data[end + 2 :]
         payloads = []
         for block in data[:end].split(b"\n\n"):
-            payload = _data_of(block)
+            # Inline fast path for Anthropic's framing (a call per event costs more than
+            # the check): at most an `event:` line, then one `data:` line, last.
+            start = block.find(b"data: ")
+            if (start == 0 or (start > 0 and block[start - 1] == 10)) and (
+                block.find(b"\n", start) < 0
+            ):
+                payload = block[start + 6 :]
+            else:
+                payload = _data_of(block)
             if payload:
                 payloads.append(payload)
         return payloads
 
 
 def _data_of(block: bytes) -> bytes:
-    # Fast path for Anthropic's framing: at most an `event:` line, then one `data:` line.
-    if block.startswith(b"data: "):
-        start = 6
-    else:
-        found = block.find(b"\ndata: ")
-        start = found + 7 if found >= 0 else -1
-    if start >= 0 and block.find(b"\n", start) < 0:
-        return block[start:]
+    """The `data` of any SSE block: its `data:` lines, joined by newlines."""
     lines = [line for line in block.split(b"\n") if line.startswith(b"data:")]
     return b"\n".join(_strip_field(line) for line in lines)
 
@@ -161,6 +162,25 @@ class TurnTranslator:
     def feed_payload(self, payload: bytes) -> Event | None:
         """One SSE `data` payload (JSON bytes)."""
         return self.feed(orjson.loads(payload))
+
+    def feed_payloads(self, payloads: list[bytes], into: list[Event]) -> None:
+        """The payloads of one upstream read, their events appended to `into` (on a
+        failure, the events before it are there: they still go to the client)."""
+        feed, parts, loads = self.feed, self._parts, orjson.loads
+        for payload in payloads:
+            raw = loads(payload)
+            # Most events of a turn are text deltas: those take no call per event.
+            if raw.get("type") == "content_block_delta":
+                delta = raw["delta"]
+                if delta.get("type") == "text_delta":
+                    text = delta["text"]
+                    parts[raw["index"]].append(text)
+                    into.append({"type": "delta", "text": text})
+                    self.emitted += 1
+                    continue
+            event = feed(raw)
+            if event is not None:
+                into.append(event)
 
     def feed(self, raw: dict[str, Any]) -> Event | None:
         """One parsed stream event."""

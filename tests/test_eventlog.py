@@ -49,3 +49,23 @@ async def test_a_waiting_reader_wakes_on_append_and_close() -> None:
     await asyncio.sleep(0)
     log.close()
     assert await waiting is True
+
+
+async def test_a_batch_is_framed_like_appends_and_wakes_a_reader_once() -> None:
+    one_by_one = _filled(3)
+    batched = EventLog("run_1")
+    woken: list[bool] = []
+    batched.listener = lambda: woken.append(True)
+    reader = asyncio.ensure_future(batched.wait(5.0))
+    await asyncio.sleep(0)
+    batched.extend([events.delta(f"text {index}") for index in range(3)])
+    assert await reader is True
+    assert woken == [True]  # one notice for the whole batch
+    assert batched.read(0) == one_by_one.read(0) and batched.last_seq == 3
+
+
+def test_a_batch_larger_than_the_cap_keeps_the_newest() -> None:
+    log = EventLog("run_1", max_events=10)
+    log.extend([events.delta(f"text {index}") for index in range(25)])
+    assert (log.first_seq, log.last_seq) == (16, 25)
+    assert [event["seq"] for event in parse_frames(log.read(0))] == list(range(16, 26))

@@ -76,6 +76,17 @@ async def test_error_event_after_output_ends_the_run(gateway: Client, fake: Fake
     assert events[-1]["error"]["request_id"]
 
 
+async def test_output_read_together_with_the_error_reaches_the_client(
+    gateway: Client, fake: FakeAnthropic
+) -> None:
+    # One read holds the deltas and the error: the deltas go out before the error event.
+    fake.add(Reply([Text("partial answer here", chunk=4)], error_after=5, one_write=True))
+    events = await stream(gateway, query="x")
+    assert "".join(e["text"] for e in events if e["type"] == "delta") == "partial "
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "OVERLOADED_ERROR"
+    assert len(fake.requests) == 1
+
+
 async def test_cut_connection_before_output_retries(gateway: Client, fake: FakeAnthropic) -> None:
     fake.add(Reply([Text("lost")], cut_after=1), Reply([Text("recovered")]))
     events = await stream(gateway, query="x")

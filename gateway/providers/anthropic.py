@@ -34,17 +34,24 @@ class AnthropicProvider:
     def new_turn(self, turn: int) -> TurnTranslator:
         return TurnTranslator(turn)
 
-    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[Event]:
+    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"AnthropicProvider needs its own turn, got {type(turn).__name__}")
-        async for payload in self.stream(messages_body(call)):
-            event = turn.feed_payload(payload)
-            if event is not None:
-                yield event
+        async for payloads in self.stream(messages_body(call)):
+            batch: list[Event] = []
+            try:
+                turn.feed_payloads(payloads, batch)
+            except Exception:
+                if batch:  # what preceded the failure in this read was relayed
+                    yield batch
+                raise
+            if batch:
+                yield batch
         turn.finish()
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[bytes]:
-        """One call's SSE `data` payloads (JSON bytes)."""
+    async def stream(self, params: dict[str, Any]) -> AsyncIterator[list[bytes]]:
+        """One call's SSE `data` payloads (JSON bytes), a list per read of the body: the
+        layers above pay their generator hops per read, not per event."""
         create = self._client.messages.with_streaming_response.create
         try:
             async with create(**params, stream=True) as response:
@@ -52,8 +59,9 @@ class AnthropicProvider:
                 # Raw: the aiohttp transport has already decompressed the body, and the
                 # decoding layer would cost a generator hop per read for nothing.
                 async for chunk in response.http_response.aiter_raw():
-                    for data in decoder.feed(chunk):
-                        yield data
+                    payloads = decoder.feed(chunk)
+                    if payloads:
+                        yield payloads
         except anthropic.APIStatusError as exc:
             raise status_failure(exc) from exc
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:

@@ -89,7 +89,9 @@ class Provider(Protocol):
 
     def new_turn(self, turn: int) -> Turn: ...
 
-    def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[Event]:
-        """ONE HTTP attempt, no retries: stream the call, feed `turn`, yield gateway events,
-        call `turn.finish()` at the end; raise `UpstreamFailure` on any failure."""
+    def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
+        """ONE HTTP attempt, no retries: stream the call, feed `turn`, yield its gateway
+        events a non-empty list per upstream read (the layers above then pay per read, not
+        per event), call `turn.finish()` at the end; raise `UpstreamFailure` on any failure,
+        after yielding what that read translated before it."""
         ...

@@ -68,17 +68,27 @@ class OpenAIProvider:
     def new_turn(self, turn: int) -> ChatTurn:
         return ChatTurn(turn)
 
-    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[Event]:
-        """One HTTP attempt: relay the stream's events and fill `turn`."""
+    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
+        """One HTTP attempt: relay the stream's events, a list per read, and fill `turn`."""
         if not isinstance(turn, ChatTurn):
             raise TypeError(f"OpenAIProvider needs its own turn, got {type(turn).__name__}")
         body, turn.dropped = chat_body(call, max_tokens_field=self._max_tokens_field)
-        async for data in self._payloads(body):
-            for event in turn.feed_payload(data):
-                yield event
+        async for payloads in self._payloads(body):
+            batch: list[Event] = []
+            try:
+                for data in payloads:
+                    if data != _DONE:
+                        batch += turn.feed_payload(data)
+            except Exception:
+                if batch:  # what preceded the failure in this read was relayed
+                    yield batch
+                raise
+            if batch:
+                yield batch
         turn.finish()
 
-    async def _payloads(self, body: dict[str, object]) -> AsyncIterator[bytes]:
+    async def _payloads(self, body: dict[str, object]) -> AsyncIterator[list[bytes]]:
+        """The SSE `data` payloads, a list per read of the body."""
         create = self._client.chat.completions.with_streaming_response.create
         try:
             async with create(**body) as response:  # type: ignore[call-overload]
@@ -86,9 +96,9 @@ class OpenAIProvider:
                 # Raw: the aiohttp transport has already decompressed the body. Read on
                 # past `[DONE]` to the end of the body, so the connection can be reused.
                 async for chunk in response.http_response.aiter_raw():
-                    for data in decoder.feed(chunk):
-                        if data != _DONE:
-                            yield data
+                    payloads = decoder.feed(chunk)
+                    if payloads:
+                        yield payloads
         except openai.APIStatusError as exc:
             raise status_failure(exc) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:

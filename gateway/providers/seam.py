@@ -1,6 +1,9 @@
 """The seam between the loop and the providers: one model call, retried while nothing of
 it reached the client, then handed to the next upstream in the fallback order.
 
+Events travel in lists, one per upstream read (see `Provider.attempt`): each generator
+here costs its hop per read, not per event.
+
 Each retry and each switch is announced to the client with a `warning`; the loop sees
 only events and, at the end, the turn of whichever provider answered.
 """
@@ -58,15 +61,15 @@ async def call_model(
     number: int,
     policy: RetryPolicy,
     hooks: CallHooks,
-) -> AsyncIterator[Event]:
-    """One model call as gateway events, from the first provider that answers it."""
+) -> AsyncIterator[list[Event]]:
+    """One model call as lists of gateway events, from the first provider that answers it."""
     last = len(providers) - 1
     for index, provider in enumerate(providers):
         turn = provider.new_turn(number)
         hooks.on_turn(turn, provider)
         try:
-            async for event in _with_retries(provider, call, turn, policy, hooks):
-                yield event
+            async for batch in _with_retries(provider, call, turn, policy, hooks):
+                yield batch
         except UpstreamFailure as failure:
             fallback = not turn.emitted and index < last
             hooks.on_failure(failure, provider.name, fallback)
@@ -74,31 +77,32 @@ async def call_model(
                 raise
             following = providers[index + 1].name
             message = f"Upstream {provider.name} failed ({failure.code}); trying {following}"
-            yield events.warning(
+            yield [events.warning(
                 "upstream_fallback", message, number, error_code=failure.code,
                 upstream=provider.name, next_upstream=following,
-            )  # fmt: skip
+            )]  # fmt: skip
             continue
         left_out = sorted(set(turn.dropped) - hooks.warned)
         if left_out:
             hooks.warned.update(left_out)
             message = f"{provider.name} cannot take {', '.join(left_out)}: left out of its requests"
-            yield events.warning(
+            dropped = events.warning(
                 "history_dropped", message, number, upstream=provider.name, dropped=left_out
             )
+            yield [dropped]
         return
 
 
 async def _with_retries(
     provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[list[Event]]:
     call = dataclasses.replace(call, model=provider.model or call.model)
     waited = 0.0
     deadline = asyncio.get_running_loop().time() + policy.call_deadline_s
     for attempt in range(policy.max_retries + 1):
         try:
-            async for event in _attempt(provider, call, turn, deadline, policy.call_deadline_s):
-                yield event
+            async for batch in _attempt(provider, call, turn, deadline, policy.call_deadline_s):
+                yield batch
             return
         except UpstreamFailure as exc:
             failure = exc  # the `as` name is unbound after the except block
@@ -113,17 +117,17 @@ async def _with_retries(
         message = (
             f"Upstream {failure.code}: {failure.message}. Retry {attempt + 1} in {delay:.1f} s"
         )
-        yield events.warning(
+        yield [events.warning(
             "upstream_retry", message, turn.turn, attempt=attempt + 1, delay_s=round(delay, 3),
             error_code=failure.code, upstream=provider.name,
-        )  # fmt: skip
+        )]  # fmt: skip
         await asyncio.sleep(delay)
 
 
 async def _attempt(
     provider: Provider, call: ModelCall, turn: Turn, deadline: float, deadline_s: float
-) -> AsyncIterator[Event]:
-    """One attempt's events, each awaited within the call's deadline (per step, never
+) -> AsyncIterator[list[Event]]:
+    """One attempt's events, each read awaited within the call's deadline (per step, never
     across a `yield`: the consumer's own awaits are not ours to time). Invalid JSON from
     the upstream is its failure, not ours."""
     stream = provider.attempt(call, turn)
@@ -131,7 +135,7 @@ async def _attempt(
         while True:
             try:
                 async with asyncio.timeout_at(deadline):
-                    event = await anext(stream)
+                    batch = await anext(stream)
             except StopAsyncIteration:
                 return
             except TimeoutError:
@@ -140,7 +144,7 @@ async def _attempt(
             except json.JSONDecodeError as exc:  # orjson's error is a subclass
                 message = f"Upstream sent invalid JSON: {exc}"
                 raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
-            yield event
+            yield batch
     finally:  # its HTTP response closes now, not when the collector finds it
         close = getattr(stream, "aclose", None)
         if close is not None:

@@ -83,7 +83,28 @@ class Reply:
     garbage_after: int | None = None  # a `data:` line that is not JSON after N events
     no_stop: bool = False  # end the body without message_stop
     delay_s: float = 0.0  # pause before each event
+    one_write: bool = False  # the whole body in one write, so the gateway reads it at once
     model: str | None = None  # default: the model the request asked for, as the API answers
+
+
+class _HeldWrites:
+    """A response whose writes are held and sent as one."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self._response = response
+        self._held: list[bytes] = []
+
+    async def write(self, data: bytes) -> None:
+        self._held.append(data)
+
+    async def flush(self) -> None:
+        if self._held:
+            await self._response.write(b"".join(self._held))
+            self._held = []
+
+    async def write_eof(self) -> None:
+        await self.flush()
+        await self._response.write_eof()
 
 
 def _tool_id(n: int) -> str:
@@ -160,8 +181,11 @@ class FakeAnthropic:
             return _error(reply.status, reply.error_type, "scripted failure", reply.headers)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        writer = _HeldWrites(response) if reply.one_write else response
         try:
-            await self._stream(request, response, reply)
+            await self._stream(request, writer, reply)
+            if isinstance(writer, _HeldWrites):
+                await writer.flush()
         except (ConnectionResetError, asyncio.CancelledError):
             self.disconnects += 1
             self.disconnected.set()
@@ -169,7 +193,7 @@ class FakeAnthropic:
         return response
 
     async def _stream(
-        self, request: web.Request, response: web.StreamResponse, reply: Reply
+        self, request: web.Request, response: web.StreamResponse | _HeldWrites, reply: Reply
     ) -> None:
         for n, event in enumerate(self.events(reply)):
             if n == reply.error_after:

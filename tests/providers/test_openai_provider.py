@@ -32,7 +32,7 @@ def model_call(messages: list[dict[str, Any]], **fields: Any) -> ModelCall:
 
 
 async def attempt(provider: Provider, call: ModelCall, turn: Turn) -> list[dict[str, Any]]:
-    return [dict(event) async for event in provider.attempt(call, turn)]
+    return [dict(e) async for batch in provider.attempt(call, turn) for e in batch]
 
 
 async def failure_of(provider: Provider, call: ModelCall) -> UpstreamFailure:

@@ -34,7 +34,7 @@ async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[dict[str,
             tool_choice="auto" if number < max_turns else "none",
         )
         turn = provider.new_turn(number)
-        relayed += [dict(event) async for event in provider.attempt(call, turn)]
+        relayed += [dict(e) async for batch in provider.attempt(call, turn) for e in batch]
         history.append({"role": "assistant", "content": turn.content})
         if turn.stop_reason != "tool_use":
             break
