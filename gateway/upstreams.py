@@ -68,6 +68,7 @@ async def _open(
     )
     stack.push_async_callback(messages.close)
     provider = AnthropicProvider(messages, model, kind)
+    stack.push_async_callback(provider.close)
     return provider, ModelCatalog(messages), str(messages.base_url)
 
 

@@ -1,9 +1,11 @@
 """The Messages API as a provider (the real API, any server speaking it, or the demo model).
 
-The official SDK makes the request (URL, auth headers, status errors); the gateway reads
-the raw SSE bytes itself. Why not the SDK's event objects: at thousands of events per
-second per run, building a pydantic object (and, in the stream helper, a snapshot) per
-event costs several times what the rest of the relay does.
+The official SDK client is the configuration (URL, auth and version headers, timeout) and
+reads the model records; a streaming call is posted by `messages_http` and its raw SSE
+bytes are read by the gateway itself. Why not the SDK's request and event objects: at
+hundreds of run starts and thousands of events a second, building its request (see
+`messages_http`) and a pydantic object per event (and, in the stream helper, a snapshot)
+cost several times what the rest of the relay does.
 """
 
 from __future__ import annotations
@@ -12,22 +14,23 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
-import httpx2
 
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import ModelCall, Turn
 from gateway.providers.failures import retry_after_s, status_code
+from gateway.providers.messages_http import MessagesHTTP
 from gateway.shaping import cached_tools, system_blocks, with_breakpoint
-from gateway.upstream import SSEDecoder, TurnTranslator, failure_from_error_body
+from gateway.upstream import TurnTranslator, failure_from_error_body
 
 
 class AnthropicProvider:
-    """Messages API calls through `anthropic.AsyncAnthropic` (with max_retries=0: retries
-    are the caller's, so each one can be reported to the client)."""
+    """Messages API calls as configured by an `anthropic.AsyncAnthropic`, one attempt each
+    (retries are the caller's, so each one can be reported to the client)."""
 
     def __init__(self, client: anthropic.AsyncAnthropic, model: str, name: str = "anthropic"):
         self._client = client
+        self._http = MessagesHTTP(client)
         self.model = model
         self.name = name
 
@@ -52,25 +55,11 @@ class AnthropicProvider:
     async def stream(self, params: dict[str, Any]) -> AsyncIterator[list[bytes]]:
         """One call's SSE `data` payloads (JSON bytes), a list per read of the body: the
         layers above pay their generator hops per read, not per event."""
-        create = self._client.messages.with_streaming_response.create
-        try:
-            async with create(**params, stream=True) as response:
-                decoder = SSEDecoder()
-                # Raw: the aiohttp transport has already decompressed the body, and the
-                # decoding layer would cost a generator hop per read for nothing.
-                async for chunk in response.http_response.aiter_raw():
-                    payloads = decoder.feed(chunk)
-                    if payloads:
-                        yield payloads
-        except anthropic.APIStatusError as exc:
-            raise status_failure(exc) from exc
-        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise UpstreamFailure(
-                "TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True
-            ) from exc
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-            message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
-            raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+        async for payloads in self._http.stream(params):
+            yield payloads
+
+    async def close(self) -> None:
+        await self._http.close()
 
 
 def messages_body(call: ModelCall) -> dict[str, Any]:
