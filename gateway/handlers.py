@@ -21,7 +21,7 @@ from gateway.fold import fold
 from gateway.ownership import check_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
-from gateway.sse_write import write, write_frames
+from gateway.sse_write import SSEWriter
 
 if TYPE_CHECKING:
     from gateway.redis_store import RedisStore
@@ -89,22 +89,26 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
     response = _sse_response(request, run.id)
     run.attach()
     readers.inc()
+    writer: SSEWriter | None = None
     try:
         await response.prepare(request)
+        writer = SSEWriter(request, response, timeout_s)
         log = run.log
         while True:
             data = log.read(after)
             if data:
                 after = log.last_seq
-                await write_frames(request, response, data, timeout_s)
+                await writer.write_frames(data)
             elif log.closed:
                 break
             elif not await log.wait(heartbeat):
-                await write(request, response, sse.PING, timeout_s)
+                await writer.write(sse.PING)
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client left; the run's grace timer decides what happens next
     finally:
+        if writer is not None:
+            writer.close()
         readers.dec()
         run.detach()
     return response
@@ -122,16 +126,20 @@ async def stream_shared(
     readers = request.app[keys.METRICS].sse_readers
     response = _sse_response(request, run_id)
     readers.inc()
+    writer: SSEWriter | None = None
     try:
         await response.prepare(request)
+        writer = SSEWriter(request, response, timeout_s)
         chunks = shared.follow(run_id, after, heartbeat, live=status == "running")
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
-                await write(request, response, chunk or sse.PING, timeout_s)
+                await writer.write(chunk or sse.PING)
         await response.write_eof()
     except ConnectionResetError:
         pass  # as in stream_log: the owner's grace timer counts readers everywhere
     finally:
+        if writer is not None:
+            writer.close()
         readers.dec()
         await shared.detach(run_id)
     return response

@@ -14,7 +14,7 @@ from pytest_aiohttp import AiohttpClient
 
 from gateway import keys
 from gateway.app import create_app
-from gateway.sse_write import write_frames
+from gateway.sse_write import SSEWriter
 from gateway.toolset import StaticToolset
 from tests.conftest import GatewayFactory, read_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -102,8 +102,10 @@ async def test_frames_go_out_whole_from_a_list_or_one_buffer(
     async def handler(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse()
         await response.prepare(request)
-        await write_frames(request, response, frames, 5.0)
-        await write_frames(request, response, b"".join(frames), 5.0)
+        writer = SSEWriter(request, response, 5.0)
+        await writer.write_frames(frames)
+        await writer.write_frames(b"".join(frames))
+        writer.close()
         await response.write_eof()
         return response
 

@@ -131,11 +131,11 @@ async def _attempt(
     across a `yield`: the consumer's own awaits are not ours to time). Invalid JSON from
     the upstream is its failure, not ours."""
     stream = provider.attempt(call, turn)
+    guard = _ReadDeadline(deadline)
     try:
         while True:
             try:
-                async with asyncio.timeout_at(deadline):
-                    batch = await anext(stream)
+                batch = await guard.read(stream)
             except StopAsyncIteration:
                 return
             except TimeoutError:
@@ -146,6 +146,45 @@ async def _attempt(
                 raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
             yield batch
     finally:  # its HTTP response closes now, not when the collector finds it
+        guard.close()
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
+
+
+class _ReadDeadline:
+    """`asyncio.timeout_at` for every read of one attempt, with one timer for all of them
+    instead of a timeout context per read (a read per event on a paced stream): when the
+    timer fires during a read, that read is cancelled and raises TimeoutError; between
+    reads, the next one raises at once."""
+
+    def __init__(self, deadline: float) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._reading = False
+        self._expired = False
+        self._timer = asyncio.get_running_loop().call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._reading:
+            self._task.cancel()
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+    async def read(self, stream: AsyncIterator[list[Event]]) -> list[Event]:
+        if self._expired:
+            raise TimeoutError
+        cancelling = self._task.cancelling()
+        self._reading = True
+        try:
+            return await anext(stream)
+        except asyncio.CancelledError:
+            # Ours only if nobody else cancelled the task too (as asyncio.timeout decides).
+            if self._expired and self._task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            self._reading = False
