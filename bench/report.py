@@ -118,6 +118,28 @@ def sustains(bench: Bench) -> str:
     return "; ".join(parts) or "not measured"
 
 
+def two_workers(bench: Bench) -> str:
+    """The README line's sequel: what two workers (`GATEWAY_WORKERS=2`) hold, from case 9."""
+    found = bench.details.get("workers")
+    if not isinstance(found, dict) or "skipped" in found or "2" not in found:
+        why = found.get("skipped") if isinstance(found, dict) else None
+        return (
+            "two workers (`GATEWAY_WORKERS=2`, case 9): not measured in this run"
+            + (f" ({why})" if why else "")
+            + "; it needs a core per worker besides the ones the upstream and the load "
+            "client use, which a 2-core machine does not have (bench/notes.md)"
+        )
+    held = {
+        n: max((p["level"] for p in phases if p["on_time"] >= 0.95 and p["errors"] == 0),
+               default=0)
+        for n, phases in found.items()
+    }  # fmt: skip
+    return (
+        f"two workers (`GATEWAY_WORKERS=2`, case 9) held {held.get('2', 0):,} streams, "
+        f"one worker with Redis {held.get('1', 0):,}, on this machine"
+    )
+
+
 def code_version() -> str:
     """The commit measured, and whether the service's code differed from it."""
     text = f"commit {_git('rev-parse', '--short', 'HEAD')}"
@@ -168,6 +190,7 @@ def render(bench: Bench, command: str) -> str:
     parts = [
         "# Benchmark: the gateway against the floor\n",
         f"**What one process sustains:** {sustains(bench)}.\n",
+        f"**Two workers:** {two_workers(bench)}.\n",
         f"Produced by `{command}` ({mode} mode) in {t.get('total', 0):.0f} s on the machine "
         "below; every figure comes from that one run, each measured next to its reference, "
         "so read the ratios first: the machine is shared and absolute numbers drift.\n",
