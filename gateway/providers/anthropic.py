@@ -18,10 +18,9 @@ import anthropic
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import ModelCall, Turn
-from gateway.providers.failures import retry_after_s, status_code
-from gateway.providers.messages_http import MessagesHTTP
+from gateway.providers.messages_http import MessagesHTTP, answer_failure
 from gateway.shaping import cached_tools, system_blocks, with_breakpoint
-from gateway.upstream import TurnTranslator, failure_from_error_body
+from gateway.upstream import TurnTranslator
 
 
 class AnthropicProvider:
@@ -90,9 +89,5 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
 
 
 def status_failure(exc: anthropic.APIStatusError) -> UpstreamFailure:
-    default, retryable = status_code(exc.status_code)
-    failure = failure_from_error_body(exc.body, default)
-    failure.code, failure.retryable = default, retryable
-    failure.details["upstream_status"] = exc.status_code
-    failure.retry_after_s = retry_after_s(exc.response.headers)
-    return failure
+    """The SDK's status error as the same failure `messages_http` makes of the answer."""
+    return answer_failure(exc.status_code, exc.body, exc.response.headers)

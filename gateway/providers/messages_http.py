@@ -13,7 +13,7 @@ Failures become `UpstreamFailure`s with the same codes the SDK's exceptions mapp
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -80,13 +80,19 @@ class MessagesHTTP:
 
 async def _status_failure(response: aiohttp.ClientResponse) -> UpstreamFailure:
     """An error answer (`{"type":"error","error":{...}}`, or anything) as a failure."""
-    default, retryable = status_code(response.status)
     try:
         body: Any = orjson.loads(await response.read())
     except (TimeoutError, orjson.JSONDecodeError, aiohttp.ClientError):
         body = None
+    return answer_failure(response.status, body, response.headers)
+
+
+def answer_failure(status: int, body: Any, headers: Mapping[str, str]) -> UpstreamFailure:
+    """An HTTP error answer of the Messages API as a failure: the code by status, the
+    message from the error body, the wait from `retry-after`."""
+    default, retryable = status_code(status)
     failure = failure_from_error_body(body, default)
     failure.code, failure.retryable = default, retryable
-    failure.details["upstream_status"] = response.status
-    failure.retry_after_s = retry_after_s(response.headers)
+    failure.details["upstream_status"] = status
+    failure.retry_after_s = retry_after_s(headers)
     return failure
