@@ -30,6 +30,10 @@ TOOL_PHASES = ("tool_start", "tool_input_delta", "tool_use")
 @dataclass
 class StreamResult:
     started_ns: int = 0
+    connected_ns: int = 0
+    """When the TCP connection was made and the request written."""
+    headers_ns: int = 0
+    """When the response's status line and headers had arrived."""
     first_delta_ns: int = 0
     ended_ns: int = 0
     status: int = 0
@@ -59,6 +63,7 @@ class Reader(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses, but behave as one.
         transport = cast(asyncio.Transport, transport)
         transport.write(self.request)
+        self.result.connected_ns = time.monotonic_ns()
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic_ns()
@@ -67,6 +72,7 @@ class Reader(asyncio.Protocol):
             if not self.response.complete:
                 return
             self.result.status = self.response.status
+            self.result.headers_ns = now
             self.chunks = Dechunker() if self.response.chunked else None
         if self.chunks is not None:
             data = self.chunks.feed(data)

@@ -121,6 +121,10 @@ def _server_preview(content: Any) -> Any:
     return content
 
 
+PACK_AFTER = 32
+"""Fragments of a block kept as separate strings before they are joined into one."""
+
+
 class TurnTranslator:
     """Turns one model call's raw stream events into gateway events, and keeps what the
     history needs: the assistant content exactly as produced, usage, the stop reason.
@@ -146,6 +150,7 @@ class TurnTranslator:
         self.dropped: Counter[str] = Counter()  # the Messages API takes every block
         self._blocks: dict[int, dict[str, Any]] = {}
         self._parts: dict[int, list[str]] = {}
+        self._packed: dict[int, int] = {}  # leading entries of a `_parts` list already joined
         self._server_names: dict[str, str] = {}
         self._stopped = False
 
@@ -181,6 +186,18 @@ class TurnTranslator:
             event = feed(raw)
             if event is not None:
                 into.append(event)
+        self._pack_parts()
+
+    def _pack_parts(self) -> None:
+        """Join each open block's newest fragments into one string once there are many: a
+        fragment costs ~50 bytes of string object beyond its text, a long block has
+        thousands, and a stream holds them until the block ends. Each fragment is joined
+        once (the packed strings are not joined again), so this stays linear."""
+        for index, parts in self._parts.items():
+            packed = self._packed.get(index, 0)
+            if len(parts) - packed >= PACK_AFTER:
+                parts[packed:] = ["".join(parts[packed:])]
+                self._packed[index] = packed + 1
 
     def feed(self, raw: dict[str, Any]) -> Event | None:
         """One parsed stream event."""
@@ -244,6 +261,7 @@ class TurnTranslator:
         block = dict(block)
         self._blocks[index] = block
         self._parts[index] = []
+        self._packed.pop(index, None)
         kind = block.get("type")
         if kind == "server_tool_use":
             self._server_names[block["id"]] = block["name"]
@@ -257,6 +275,7 @@ class TurnTranslator:
     def _stop(self, index: int) -> Event | None:
         block = self._blocks[index]
         joined = "".join(self._parts.pop(index, ()))
+        self._packed.pop(index, None)
         kind = block.get("type")
         if kind == "text":
             block["text"] = block.get("text", "") + joined

@@ -9,6 +9,7 @@ import anthropic
 import orjson
 from aiohttp.test_utils import TestServer
 
+from gateway.events import Event
 from gateway.sse import frame, parse_frames
 from gateway.upstream import SSEDecoder, TurnTranslator
 from tests.fakes.anthropic import (
@@ -107,6 +108,34 @@ def test_text_with_quotes_and_escapes_in_both_forms() -> None:
             "".join(e["text"] for e in events if e["type"] == "delta") == expected + "second block"
         )
         assert turn.content[0]["text"] == expected and turn.texts == [expected, "second block"]
+
+
+def test_long_blocks_read_in_batches_are_packed_and_whole() -> None:
+    """The gateway's own path (`feed_payloads`, a list per read): thousands of fragments
+    give the same content, events and partial text as one at a time, while an open block
+    holds a few strings, not one per fragment."""
+    text = "".join(f"w{i} " for i in range(3000))
+    tool_input = {"rows": [{"n": i, "s": 'é"q'} for i in range(400)]}
+    reply = Reply(
+        [Thinking("t" * 900, chunk=3), Text(text, chunk=2), ToolUse("echo", tool_input, fragment=3)]
+    )
+    data = wire_bytes(FakeAnthropic(), reply, compact=True)
+    reference_turn, reference = translate(data, chunk=len(data))
+    for chunk in (97, 4096, len(data)):
+        decoder, turn, out = SSEDecoder(), TurnTranslator(1), []
+        most_strings = 0
+        for i in range(0, len(data), chunk):
+            batch: list[Event] = []
+            turn.feed_payloads(decoder.feed(data[i : i + chunk]), batch)
+            out += [orjson.loads(orjson.dumps(event)) for event in batch]
+            most_strings = max([most_strings, *(len(p) for p in turn._parts.values())])
+            if len(out) == 2000:
+                assert turn.partial_texts()[-1] == text[: len(turn.partial_texts()[-1])]
+        turn.finish()
+        assert out == reference and turn.content == reference_turn.content
+        assert turn.tool_uses[0]["input"] == tool_input and turn.texts == [text]
+        if chunk == 97:  # about a fragment a read: a string per PACK_AFTER (32) fragments
+            assert most_strings < len(reference) / 16
 
 
 def test_decoder_joins_multiline_data_and_skips_comments() -> None:

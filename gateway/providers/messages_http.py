@@ -57,12 +57,14 @@ class MessagesHTTP:
             self._session = None
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[list[bytes]]:
-        data = orjson.dumps(body | {"stream": True})
         session = self._open()
         try:
+            # The body is not kept in a local: a stream lasts minutes, and the body (tools,
+            # system prompt, conversation) would be held that long for nothing.
             async with session.post(
-                self.url, data=data, headers=self._headers, proxy=self._proxy
-            ) as response:
+                self.url, data=orjson.dumps(body | {"stream": True}), headers=self._headers,
+                proxy=self._proxy,
+            ) as response:  # fmt: skip
                 if response.status >= 400:
                     raise await _status_failure(response)
                 decoder = SSEDecoder()
