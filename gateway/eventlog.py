@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import asyncio
 from array import array
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from orjson import dumps
 
 from gateway.events import Event
 
+Push = Callable[[bytes], Awaitable[bool]]
+"""Writes frames to a client if it can without waiting; False: not written."""
+
 
 class EventLog:
     __slots__ = (
-        "_buffer", "_ends", "_waiters", "closed", "first_seq", "listener", "max_events", "run_id",
+        "_buffer", "_ends", "_pushing", "_waiters", "closed", "first_seq", "listener",
+        "max_events", "run_id",
     )  # fmt: skip
 
     def __init__(self, run_id: str, max_events: int = 200_000) -> None:
@@ -33,6 +37,7 @@ class EventLog:
         self._buffer = bytearray()
         self._ends = array("Q")  # frame i (seq first_seq + i) ends at _ends[i] in _buffer
         self._waiters: list[asyncio.Future[bool]] = []
+        self._pushing: list[Follower] = []  # followers the run's task writes to (`push`)
         # Called on every append and on close: the Redis mirror marks the run dirty, at the
         # cost of a call, instead of a waiter (a future and a timer) per batch.
         self.listener: Callable[[], None] | None = None
@@ -45,9 +50,11 @@ class EventLog:
         self.extend([event])
         return self.last_seq
 
-    def extend(self, batch: list[Event]) -> None:
+    def extend(self, batch: list[Event], *, pushed: bool = False) -> None:
         """Append a batch of events (one upstream read's), then wake the readers once.
-        The hot path of every relayed event: kept inline, without a call per event."""
+        The hot path of every relayed event: kept inline, without a call per event.
+        `pushed`: the caller calls `push()` next, for the followers that take frames from
+        the run's task; otherwise they are woken to read, like the other readers."""
         if self.closed:
             raise RuntimeError("append to a closed event log")
         run_id, buffer, ends = self.run_id, self._buffer, self._ends
@@ -62,14 +69,32 @@ class EventLog:
             self._drop(max(len(ends) - self.max_events, self.max_events // 10))
         if self._waiters:
             self._wake()
+        if self._pushing and not pushed:
+            self._release_followers()
         if self.listener is not None:
             self.listener()
+
+    async def push(self) -> None:
+        """Hand the frames just appended to the followers that write them from the run's
+        task (`Follower`). Their writes do not wait: a follower whose client cannot take
+        the frames now goes back to reading them itself."""
+        for follower in self._pushing[:]:
+            await follower._push_new()
+
+    @property
+    def pushing(self) -> bool:
+        return bool(self._pushing)
 
     def close(self) -> None:
         self.closed = True
         self._wake()
+        self._release_followers()
         if self.listener is not None:
             self.listener()
+
+    def _release_followers(self) -> None:
+        for follower in self._pushing[:]:
+            follower._release(True)
 
     def since(self, after_seq: int) -> list[bytes]:
         """Frames with `seq > after_seq` that are still kept, one `bytes` each."""
@@ -100,6 +125,10 @@ class EventLog:
         self._ends = array("Q", [end - cut for end in self._ends[count:]])
         self.first_seq += count
 
+    def follow(self, heartbeat_s: float) -> Follower:
+        """A stream that follows this log live (`Follower`)."""
+        return Follower(self, heartbeat_s)
+
     async def wait(self, heartbeat_s: float) -> bool:
         """Until the log grows or closes (True), or `heartbeat_s` passes (False)."""
         loop = asyncio.get_running_loop()
@@ -117,6 +146,86 @@ class EventLog:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             _resolve(waiter, True)
+
+
+class Follower:
+    """One stream's waits on a log while it follows it live.
+
+    `wait(after, push)` is a future: True when the stream should read the log again (it
+    grew or closed, or `push` could not write), False once `heartbeat_s` passed with
+    nothing for the client (time for a ping). With `push`, the run's task hands this
+    follower each batch it relays (`EventLog.push`) and `push` writes it to the client
+    there and then, when the socket takes it without waiting; `after` is the last seq
+    written. A live event then wakes one task, the run's, instead of two (the run's,
+    then the stream's, a loop iteration later); a client that is slow or gone sends the
+    stream back to reading and waiting on its own.
+
+    One heartbeat timer for the whole stream, not one per wait: it looks at the wait in
+    progress when it fires and re-arms itself for when that wait would reach
+    `heartbeat_s`. `close()` when the stream ends."""
+
+    __slots__ = ("_heartbeat_s", "_log", "_loop", "_push", "_since", "_timer", "_waiter", "after")
+
+    def __init__(self, log: EventLog, heartbeat_s: float) -> None:
+        self._log = log
+        self._heartbeat_s = heartbeat_s
+        self._loop = asyncio.get_running_loop()
+        self._waiter: asyncio.Future[bool] | None = None
+        self._push: Push | None = None
+        self._since = 0.0  # when the wait began, or the last push
+        self.after = 0
+        self._timer = self._loop.call_later(heartbeat_s, self._check)
+
+    def wait(self, after: int, push: Push | None = None) -> asyncio.Future[bool]:
+        waiter = self._waiter = self._loop.create_future()
+        self._since = self._loop.time()
+        self.after = after
+        self._push = push
+        if push is None:
+            self._log._waiters.append(waiter)
+        else:
+            self._log._pushing.append(self)
+        return waiter
+
+    def close(self) -> None:
+        self._timer.cancel()
+        self._forget()
+
+    async def _push_new(self) -> None:
+        log, push = self._log, self._push
+        data = log.read(self.after)
+        if not data or push is None:
+            return
+        if await push(data):
+            self.after = log.last_seq
+            self._since = self._loop.time()
+        else:
+            self._release(True)
+
+    def _release(self, value: bool) -> None:
+        waiter = self._waiter
+        self._forget()
+        if waiter is not None and not waiter.done():
+            waiter.set_result(value)
+
+    def _check(self) -> None:
+        waiter, due = self._waiter, self._heartbeat_s
+        if waiter is not None and not waiter.done():
+            waited = self._loop.time() - self._since
+            if waited >= self._heartbeat_s:
+                self._release(False)
+            else:
+                due -= waited
+        self._timer = self._loop.call_later(due, self._check)
+
+    def _forget(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        log = self._log
+        if waiter is not None and waiter in log._waiters:
+            log._waiters.remove(waiter)
+        if self in log._pushing:
+            log._pushing.remove(self)
+        self._push = None
 
 
 def _resolve(waiter: asyncio.Future[bool], value: bool) -> None:

@@ -90,10 +90,11 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
     run.attach()
     readers.inc()
     writer: SSEWriter | None = None
+    log = run.log
+    follower = log.follow(heartbeat)
     try:
         await response.prepare(request)
         writer = SSEWriter(request, response, timeout_s)
-        log = run.log
         while True:
             data = log.read(after)
             if data:
@@ -101,12 +102,16 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
                 await writer.write_frames(data)
             elif log.closed:
                 break
-            elif not await log.wait(heartbeat):
-                await writer.write(sse.PING)
+            else:
+                woken = await follower.wait(after, writer.write_now)
+                after = follower.after  # what the run's task wrote meanwhile
+                if not woken:
+                    await writer.write(sse.PING)
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client left; the run's grace timer decides what happens next
     finally:
+        follower.close()
         if writer is not None:
             writer.close()
         readers.dec()

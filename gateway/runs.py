@@ -287,7 +287,9 @@ async def _relay(
         if not first_seen and any(e["type"] in events.MODEL_EVENT_TYPES for e in batch):
             first_seen = True
             observer.first_event()
-        log_.extend(batch)
+        log_.extend(batch, pushed=True)
+        if log_.pushing:  # live streams written from here: one task wake-up an event
+            await log_.push()
         # `turn_complete` comes alone: a turn boundary, where the state is whole (tool
         # results included).
         if on_turn is not None and batch[-1]["type"] == "turn_complete":

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from aiohttp import web
 
 CHUNK_BYTES = 64 * 1024
+CHUNK_FRAMING = 16  # what HTTP chunked encoding adds to a write: its size line and CRLF
 
 
 class SSEWriter:
@@ -35,6 +36,8 @@ class SSEWriter:
         self._started: float | None = None  # when the write in progress began
         self._expired = False
         self._timer = self._loop.call_later(timeout_s, self._check)
+        transport = request.transport
+        self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
 
     def close(self) -> None:
         self._timer.cancel()
@@ -62,6 +65,21 @@ class SSEWriter:
             raise
         finally:
             self._started = None
+
+    async def write_now(self, data: bytes) -> bool:
+        """Write `data` if the socket's buffer takes it without reaching its high-water
+        mark, so the write cannot wait (it runs in the run's task, which must never wait
+        on a client); False: nothing was written, and the stream's own task writes it."""
+        transport = self._request.transport
+        if self._expired or transport is None or len(data) > CHUNK_BYTES:
+            return False
+        if transport.get_write_buffer_size() + len(data) + CHUNK_FRAMING > self._high_water:
+            return False
+        try:
+            await self._response.write(data)
+        except ConnectionError:
+            return False
+        return True
 
     def _late(self) -> ConnectionResetError:
         return ConnectionResetError(f"the client read nothing for {self._timeout_s:g} s")

@@ -51,6 +51,95 @@ async def test_a_waiting_reader_wakes_on_append_and_close() -> None:
     assert await waiting is True
 
 
+async def test_a_follower_wakes_on_append_and_close_and_pings_after_a_quiet_wait() -> None:
+    log = EventLog("run_1")
+    follower = log.follow(0.2)
+    loop = asyncio.get_running_loop()
+    waiting = follower.wait(0)
+    log.append(events.delta("hi"))
+    assert await waiting is True
+    # Busy for most of a heartbeat, then quiet: the ping comes a full heartbeat after the
+    # quiet wait began, not when the stream's timer was first armed.
+    await asyncio.sleep(0.15)
+    began = loop.time()
+    assert await follower.wait(1) is False
+    assert loop.time() - began >= 0.19
+    began = loop.time()
+    assert await follower.wait(1) is False  # and again, a heartbeat later
+    assert 0.19 <= loop.time() - began < 1.0
+    waiting = follower.wait(1)
+    log.close()
+    assert await waiting is True
+    follower.close()
+
+
+async def test_a_follower_leaves_nothing_behind() -> None:
+    log = EventLog("run_1")
+    follower = log.follow(0.05)
+    waiting = asyncio.ensure_future(follower.wait(0))
+    await asyncio.sleep(0)
+    waiting.cancel()  # the stream's task was cancelled mid-wait
+    follower.close()
+    assert not log._waiters  # no cancelled future left for the next append to find
+
+
+class Client:
+    """A `push` target: takes frames until told it is full."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.full = False
+
+    async def push(self, data: bytes) -> bool:
+        if self.full:
+            return False
+        self.frames.append(data)
+        return True
+
+
+async def test_a_pushing_follower_is_written_from_the_run_and_not_woken() -> None:
+    log, client = _filled(2), Client()
+    follower = log.follow(5.0)
+    waiting = follower.wait(2, client.push)
+    for index in range(3):  # as the run's relay does: a batch, then the push
+        log.extend([events.delta(f"live {index}")], pushed=True)
+        await log.push()
+    assert not waiting.done() and follower.after == 5
+    assert b"".join(client.frames) == log.read(2) and len(client.frames) == 3
+    # A full client: nothing is written, `after` stays, and the stream's task takes over.
+    client.full = True
+    log.extend([events.delta("held")], pushed=True)
+    await log.push()
+    assert await waiting is True and follower.after == 5 and len(client.frames) == 3
+    assert not log.pushing
+    follower.close()
+
+
+async def test_a_pushing_follower_wakes_for_other_appends_and_close() -> None:
+    log, client = EventLog("run_1"), Client()
+    follower = log.follow(5.0)
+    waiting = follower.wait(0, client.push)
+    log.append(events.warning("w", "not from the relay", 0))  # no push follows it
+    assert await waiting is True and client.frames == [] and not log.pushing
+    waiting = follower.wait(1, client.push)
+    log.close()
+    assert await waiting is True
+    follower.close()
+
+
+async def test_pushes_count_as_activity_for_the_heartbeat() -> None:
+    log, client = EventLog("run_1"), Client()
+    follower = log.follow(0.2)
+    waiting = follower.wait(0, client.push)
+    for index in range(6):  # 0.3 s of pushes every 0.05 s: no ping among them
+        await asyncio.sleep(0.05)
+        log.extend([events.delta(f"{index}")], pushed=True)
+        await log.push()
+    assert not waiting.done() and len(client.frames) == 6
+    assert await waiting is False  # then quiet: a ping
+    follower.close()
+
+
 async def test_a_batch_is_framed_like_appends_and_wakes_a_reader_once() -> None:
     one_by_one = _filled(3)
     batched = EventLog("run_1")
