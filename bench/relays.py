@@ -138,7 +138,8 @@ RELAYS: dict[str, Handler] = {
 
 
 async def _clients(app: web.Application) -> AsyncIterator[None]:
-    connector = aiohttp.TCPConnector(limit=1000)
+    # As the gateway's Messages API session: a connection per live stream, no cap.
+    connector = aiohttp.TCPConnector(limit=0)
     app[SESSION] = aiohttp.ClientSession(connector=connector)
     app[CLIENT] = anthropic.AsyncAnthropic(
         api_key="bench",

@@ -3,6 +3,8 @@ for the same call, and against how the SDK's errors map, on the same fake server
 
 from __future__ import annotations
 
+import asyncio
+import resource
 import socket
 from typing import Any
 
@@ -120,3 +122,27 @@ async def test_a_stalled_stream_times_out_per_read(
         finally:
             await http.close()
     assert failure.value.code == "TIMEOUT_ERROR" and failure.value.retryable
+
+
+async def test_more_live_calls_than_the_sdks_pool_all_stream(
+    fake: FakeAnthropic, fake_server: TestServer
+) -> None:
+    """The SDK's pool holds 1,000 connections; a streaming call keeps one for its whole
+    stream, so with that cap the 1,001st would wait for another stream to end."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    calls = 1_050
+    if min(hard, 65_536) < 3 * calls:
+        pytest.skip(f"needs {3 * calls} open files, the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 3 * calls), hard))
+    fake.add(*(Reply([Text("first words", chunk=4)], stall_after=3) for _ in range(calls)))
+    async with sdk_client(fake_server) as client:
+        http = MessagesHTTP(client)
+        streams = [http.stream(BODY) for _ in range(calls)]
+        try:
+            async with asyncio.timeout(30):
+                firsts = await asyncio.gather(*(anext(stream) for stream in streams))
+            assert all(firsts)  # every call got its first events while all are open
+        finally:
+            await asyncio.gather(*(stream.aclose() for stream in streams))  # type: ignore[attr-defined]
+            await http.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -25,7 +25,6 @@ from gateway.errors import UpstreamFailure
 from gateway.providers.failures import retry_after_s, status_code
 from gateway.upstream import SSEDecoder, failure_from_error_body
 
-MAX_CONNECTIONS = 1_000  # as the SDK's own pool
 KEEPALIVE_S = 5.0
 
 
@@ -47,7 +46,11 @@ class MessagesHTTP:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_S)
+            # No cap on connections (the SDK's pool has 1,000): a streaming call holds its
+            # connection for the whole stream, so a cap is a silent queue: the 1,001st live
+            # run would wait, without error, for another to end. Concurrency is bounded
+            # per key instead (`GATEWAY_MAX_CONCURRENT_RUNS`).
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
