@@ -137,6 +137,9 @@ RELAYS: dict[str, Handler] = {
 }
 
 
+BACKLOG = 1024  # as the gateway's `LISTEN_BACKLOG`
+
+
 async def _clients(app: web.Application) -> AsyncIterator[None]:
     # As the gateway's Messages API session: a connection per live stream, no cap.
     connector = aiohttp.TCPConnector(limit=0)
@@ -170,12 +173,13 @@ def main() -> None:
     app = create_relay(args.kind, args.upstream)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    sock.listen(128)  # connections made before the app has started wait in the backlog
+    sock.listen(BACKLOG)
     print(f"READY {sock.getsockname()[1]}", flush=True)
     loop = new_loop(event_loop())
     web.run_app(
-        app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop
-    )
+        app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop,
+        backlog=BACKLOG,  # aiohttp listens again on the socket it is given
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ def main() -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # as `python -m gateway` does
 
     import gateway.upstreams
+    from gateway.__main__ import LISTEN_BACKLOG
     from gateway.app import create_app
     from gateway.eventloop import new_loop
     from gateway.settings import Settings
@@ -83,7 +84,8 @@ def main() -> None:
     if args.reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)  # connections made before the app has started wait in the backlog
+    # As `python -m gateway` listens; connections made before the app starts wait there.
+    sock.listen(LISTEN_BACKLOG)
     print(f"READY {sock.getsockname()[1]}", flush=True)
     loop = new_loop(settings.gateway_event_loop)
     profiler = cProfile.Profile() if args.profile else None
@@ -91,8 +93,9 @@ def main() -> None:
         profiler.enable()
     try:
         web.run_app(
-            app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop
-        )
+            app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop,
+            backlog=LISTEN_BACKLOG,  # aiohttp listens again on the socket it is given
+        )  # fmt: skip
     finally:
         if profiler is not None:
             profiler.disable()
