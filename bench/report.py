@@ -241,7 +241,7 @@ def render(bench: Bench, command: str) -> str:
                     "added p50 / p99 ms",
                     "event latency p50 / p99 ms",
                     "errors",
-                    "RSS KB/stream",
+                    "RSS KB/stream: open / at the end",
                     "CPU % of a core",
                     "waiting for a CPU %",
                     "full GCs / max ms",
