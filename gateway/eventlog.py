@@ -129,19 +129,6 @@ class EventLog:
         """A stream that follows this log live (`Follower`)."""
         return Follower(self, heartbeat_s)
 
-    async def wait(self, heartbeat_s: float) -> bool:
-        """Until the log grows or closes (True), or `heartbeat_s` passes (False)."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[bool] = loop.create_future()
-        self._waiters.append(waiter)
-        timer = loop.call_later(heartbeat_s, _resolve, waiter, False)
-        try:
-            return await waiter
-        finally:
-            timer.cancel()
-            if waiter in self._waiters:  # timed out or cancelled: nobody woke it
-                self._waiters.remove(waiter)
-
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
@@ -205,8 +192,8 @@ class Follower:
     def _release(self, value: bool) -> None:
         waiter = self._waiter
         self._forget()
-        if waiter is not None and not waiter.done():
-            waiter.set_result(value)
+        if waiter is not None:
+            _resolve(waiter, value)
 
     def _check(self) -> None:
         waiter, due = self._waiter, self._heartbeat_s
