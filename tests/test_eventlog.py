@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
+
+import pytest
 
 from gateway import events
-from gateway.eventlog import EventLog
+from gateway.eventlog import BLOCK, HOT_SLACK, EventLog
 from gateway.sse import frame, parse_frames
 
 
@@ -146,3 +149,73 @@ def test_a_batch_larger_than_the_cap_keeps_the_newest() -> None:
     log.extend([events.delta(f"text {index}") for index in range(25)])
     assert (log.first_seq, log.last_seq) == (16, 25)
     assert [event["seq"] for event in parse_frames(log.read(0))] == list(range(16, 26))
+
+
+def _reference(count: int, first: int = 1) -> dict[int, bytes]:
+    """The frame each seq must read as, built one by one as `sse.frame` would."""
+    return {
+        seq: frame(seq, {**events.delta(f"text {seq - first}"), "run_id": "run_1", "seq": seq})
+        for seq in range(first, first + count)
+    }
+
+
+def test_older_frames_read_the_same_once_compressed() -> None:
+    count = 5 * BLOCK + HOT_SLACK + 7  # several compressed blocks, then the newest
+    log, want = _filled(count), _reference(count)
+    assert log._cold, "the oldest frames are kept compressed"
+    for after in [*range(-1, BLOCK + 3), *range(count - BLOCK - HOT_SLACK - 2, count + 1)]:
+        expected = [want[seq] for seq in range(max(after, 0) + 1, count + 1)]
+        assert log.since(after) == expected, after
+        assert log.read(after) == b"".join(expected), after
+
+
+def test_the_cap_drops_compressed_frames_too() -> None:
+    cap = 3 * BLOCK
+    log = _filled(cap + BLOCK // 2 + 1, max_events=cap)  # a drop cuts across a block
+    want = _reference(cap + BLOCK // 2 + 1)
+    assert log.first_seq == 1 + 2 * (cap // 10)  # a tenth went, twice
+    assert log.last_seq - log.first_seq < cap and (log.first_seq - 1) % BLOCK
+    assert log.since(0) == [want[seq] for seq in range(log.first_seq, log.last_seq + 1)]
+    assert log.read(log.first_seq) == b"".join(log.since(log.first_seq))
+    for _ in range(4 * cap):  # and keeps dropping as the run goes on
+        log.append(events.delta("more"))
+    frames = parse_frames(log.read(0))
+    assert [f["seq"] for f in frames] == list(range(log.first_seq, log.last_seq + 1))
+    assert log.last_seq - log.first_seq < cap
+
+
+def test_a_resumed_log_starts_at_its_seq_and_compresses_from_there() -> None:
+    log = EventLog("run_1")
+    log.first_seq = 41
+    for index in range(2 * BLOCK + HOT_SLACK):
+        log.append(events.delta(f"text {index}"))
+    assert log._cold and log.first_seq == 41
+    assert log.since(40) == list(_reference(2 * BLOCK + HOT_SLACK, first=41).values())
+    with pytest.raises(RuntimeError):
+        log.first_seq = 7  # only an empty log may be told where it starts
+
+
+def test_a_long_log_holds_a_fraction_of_what_it_streamed() -> None:
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        log = _filled(2_000)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    streamed = len(log.read(0))
+    assert held < streamed / 3, (held, streamed)
+
+
+async def test_a_follower_behind_the_compressed_frames_reads_them() -> None:
+    log, client = _filled(3), Client()
+    follower = log.follow(5.0)
+    waiting = follower.wait(3)
+    log.extend([events.delta(f"text {index}") for index in range(3, 3 * BLOCK)])
+    assert await waiting is True  # the stream's own task reads from where it was
+    assert log.read(3) == b"".join(_reference(3 * BLOCK)[seq] for seq in range(4, 3 * BLOCK + 1))
+    follower.wait(log.last_seq, client.push)
+    log.extend([events.delta("live")], pushed=True)  # compresses older frames first
+    await log.push()
+    assert parse_frames(b"".join(client.frames))[0]["seq"] == 3 * BLOCK + 1
+    follower.close()
