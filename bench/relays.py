@@ -15,7 +15,6 @@ Prints `READY <port>`.
 from __future__ import annotations
 
 import argparse
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
@@ -26,6 +25,7 @@ from anthropic.types import MessageParam
 
 from bench import probe
 from bench.common import event_loop, raise_nofile
+from gateway import serving
 from gateway.eventloop import new_loop
 
 MODEL = "claude-bench"
@@ -137,9 +137,6 @@ RELAYS: dict[str, Handler] = {
 }
 
 
-BACKLOG = 1024  # as the gateway's `LISTEN_BACKLOG`
-
-
 async def _clients(app: web.Application) -> AsyncIterator[None]:
     # As the gateway's Messages API session: a connection per live stream, no cap.
     connector = aiohttp.TCPConnector(limit=0)
@@ -171,15 +168,9 @@ def main() -> None:
     args = parser.parse_args()
     raise_nofile()
     app = create_relay(args.kind, args.upstream)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(BACKLOG)
+    sock = serving.listening_socket("127.0.0.1", 0)  # served as the gateway is
     print(f"READY {sock.getsockname()[1]}", flush=True)
-    loop = new_loop(event_loop())
-    web.run_app(
-        app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop,
-        backlog=BACKLOG,  # aiohttp listens again on the socket it is given
-    )  # fmt: skip
+    serving.run(app, sock, new_loop(event_loop()), shutdown_timeout=5)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import logging
-import socket
 from typing import Any
-
-from aiohttp import web
 
 from bench import probe
 from bench.benchtools import bench_registry
@@ -50,7 +47,7 @@ def main() -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # as `python -m gateway` does
 
     import gateway.upstreams
-    from gateway.__main__ import LISTEN_BACKLOG
+    from gateway import serving
     from gateway.app import create_app
     from gateway.eventloop import new_loop
     from gateway.settings import Settings
@@ -80,22 +77,15 @@ def main() -> None:
     provider = configure_tracing()
     app = create_app(settings, toolset=StaticToolset(bench_registry()), tracer_provider=provider)
     probe.install(app)
-    sock = socket.socket()
-    if args.reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(("127.0.0.1", args.port))
     # As `python -m gateway` listens; connections made before the app starts wait there.
-    sock.listen(LISTEN_BACKLOG)
+    sock = serving.listening_socket("127.0.0.1", args.port, reuse_port=args.reuse_port)
     print(f"READY {sock.getsockname()[1]}", flush=True)
     loop = new_loop(settings.gateway_event_loop)
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
     try:
-        web.run_app(
-            app, sock=sock, handler_cancellation=True, shutdown_timeout=5, print=None, loop=loop,
-            backlog=LISTEN_BACKLOG,  # aiohttp listens again on the socket it is given
-        )  # fmt: skip
+        serving.run(app, sock, loop, shutdown_timeout=5)
     finally:
         if profiler is not None:
             profiler.disable()

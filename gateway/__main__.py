@@ -7,11 +7,11 @@ import argparse
 import logging
 import sys
 
-from aiohttp import web
-
+from gateway import serving
 from gateway.app import create_app
 from gateway.auth import install_log_key
 from gateway.eventloop import loop_name, new_loop
+from gateway.serving import listening_socket
 from gateway.settings import Settings
 from gateway.telemetry import configure_tracing
 
@@ -53,13 +53,6 @@ def main() -> None:
     serve(settings, reuse_port=args.worker is not None)
 
 
-LISTEN_BACKLOG = 1024
-"""Connections the kernel holds for the loop to accept (aiohttp's default is 128). Past
-it, a new connection's handshake is dropped and the client waits for a retransmission
-(1 s, then 3 s, 7 s): a burst of stream starts (bench case 2 at 1,500 streams) overflowed
-128 whenever the loop was busy for a moment. The kernel caps it at `net.core.somaxconn`."""
-
-
 def serve(settings: Settings, *, reuse_port: bool) -> None:
     if settings.sec_source == "live" or settings.search_backend == "exa":
         settings.tools_config().check()  # refuse to start without a User-Agent or key
@@ -72,18 +65,9 @@ def serve(settings: Settings, *, reuse_port: bool) -> None:
         f"search: {settings.search_backend}, loop: {loop_name(loop)})",
         flush=True,
     )
+    sock = listening_socket(settings.host, settings.port, reuse_port=reuse_port)
     try:
-        web.run_app(
-            app,
-            host=settings.host,
-            port=settings.port,
-            handler_cancellation=True,
-            backlog=LISTEN_BACKLOG,
-            shutdown_timeout=10,
-            reuse_port=reuse_port or None,
-            print=None,
-            loop=loop,
-        )
+        serving.run(app, sock, loop, shutdown_timeout=10)
     finally:
         provider.shutdown()
 

@@ -1,0 +1,195 @@
+"""Serving the app: aiohttp's runner on one listening socket, with a site that accepts
+every waiting connection each time the socket is readable (`AcceptingSite`).
+
+Why not aiohttp's own sites: under uvloop, libuv accepts one connection per loop
+iteration (libuv pull request 3696, "don't accept() connections in a loop"). Relaying a
+thousand streams makes an iteration last 100 ms and more, so new streams waited in the
+kernel's queue for seconds while the live ones went on (bench case 2 at 1,000 streams:
+up to 120 waiting, one accept per iteration, first events 5 s late at p99). asyncio's
+own loop accepts up to the backlog each time; this site does the same on either loop.
+
+`run` is `web.run_app` for that site: signals stop it gracefully, open requests get
+`shutdown_timeout`, then the loop's tasks are cancelled and the loop closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from yarl import URL
+
+log = logging.getLogger(__name__)
+
+LISTEN_BACKLOG = 1024
+"""Connections the kernel holds for the loop to accept (aiohttp's default is 128). Past
+it, a new connection's handshake is dropped and the client waits for a retransmission
+(1 s, then 3 s, 7 s): a burst of stream starts (bench case 2 at 1,500 streams) overflowed
+128 whenever the loop was busy for a moment. The kernel caps it at `net.core.somaxconn`."""
+
+ACCEPT_RETRY_S = 1.0
+"""Out of file descriptors or memory: stop accepting this long (as asyncio does)."""
+_SHORT_OF = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def listening_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A TCP socket listening on `host:port` (the first address `host` resolves to)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Acceptor(asyncio.AbstractServer):
+    """Takes the waiting connections off a listening socket, up to `backlog` each time it
+    is readable, and hands each to `factory`'s protocol on the loop."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sock: socket.socket,
+        factory: Callable[[], asyncio.BaseProtocol],
+        backlog: int,
+    ) -> None:
+        self._loop = loop
+        self._sock = sock
+        self._factory = factory
+        self._backlog = backlog
+        self._opening: set[asyncio.Task[Any]] = set()
+        self._serving = True
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._accept)
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        return (self._sock,) if self._serving else ()
+
+    def _accept(self) -> None:
+        for _ in range(self._backlog):
+            try:
+                conn, _address = self._sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return  # none left (or one gave up while waiting): readable again for more
+            except OSError as exc:
+                if exc.errno not in _SHORT_OF:
+                    raise
+                log.error("not accepting connections for %g s: %s", ACCEPT_RETRY_S, exc)
+                self._loop.remove_reader(self._sock.fileno())
+                self._loop.call_later(ACCEPT_RETRY_S, self._resume)
+                return
+            task = self._loop.create_task(self._open(conn))
+            self._opening.add(task)
+            task.add_done_callback(self._opening.discard)
+
+    def _resume(self) -> None:
+        if self._serving:
+            self._loop.add_reader(self._sock.fileno(), self._accept)
+
+    async def _open(self, conn: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._factory, conn)
+        except OSError:  # the client left before its transport was made
+            conn.close()
+
+    def close(self) -> None:
+        if not self._serving:
+            return
+        self._serving = False
+        self._loop.remove_reader(self._sock.fileno())
+        self._sock.close()
+        for task in self._opening:
+            task.cancel()
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def is_serving(self) -> bool:
+        return self._serving
+
+    async def start_serving(self) -> None:
+        pass  # serving from the start
+
+    async def serve_forever(self) -> None:
+        raise NotImplementedError("run the app's runner instead")
+
+    async def wait_closed(self) -> None:
+        if self._opening:
+            await asyncio.gather(*self._opening, return_exceptions=True)
+
+
+class AcceptingSite(web.BaseSite):
+    """An aiohttp site on a listening socket, served through an `Acceptor`."""
+
+    __slots__ = ("_name", "_sock")
+
+    def __init__(self, runner: web.BaseRunner, sock: socket.socket) -> None:
+        super().__init__(runner, backlog=LISTEN_BACKLOG)
+        self._sock = sock
+        host, port = sock.getsockname()[:2]
+        self._name = str(URL.build(scheme="http", host=host, port=port))
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        self._server = Acceptor(asyncio.get_running_loop(), self._sock, server, self._backlog)
+
+
+def run(
+    app: web.Application,
+    sock: socket.socket,
+    loop: asyncio.AbstractEventLoop,
+    *,
+    shutdown_timeout: float,
+) -> None:
+    """Serve `app` on `sock` until SIGINT or SIGTERM, as `web.run_app` does."""
+    main = loop.create_task(_serve(app, sock, shutdown_timeout))
+    try:
+        loop.run_until_complete(main)
+    except (web.GracefulExit, KeyboardInterrupt):
+        pass
+    finally:
+        try:
+            if not main.done():
+                main.cancel()  # its `finally` shuts the runner down gracefully
+                with contextlib.suppress(asyncio.CancelledError):
+                    loop.run_until_complete(main)
+        finally:
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+
+async def _serve(app: web.Application, sock: socket.socket, shutdown_timeout: float) -> None:
+    runner = web.AppRunner(
+        app, handle_signals=True, handler_cancellation=True, shutdown_timeout=shutdown_timeout
+    )
+    await runner.setup()
+    try:
+        await AcceptingSite(runner, sock).start()
+        await asyncio.Future()  # until a signal (GracefulExit) or a cancel
+    finally:
+        await runner.cleanup()
