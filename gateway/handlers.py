@@ -21,7 +21,7 @@ from gateway.fold import fold
 from gateway.ownership import check_owner
 from gateway.requests import body_from_query, parse_run_request, read_json_body
 from gateway.run import Run
-from gateway.sse_write import SSEWriter
+from gateway.sse_write import CHUNK_BYTES, SSEWriter
 
 if TYPE_CHECKING:
     from gateway.redis_store import RedisStore
@@ -75,8 +75,20 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
     raise _not_found(run_id)
 
 
-def _sse_response(request: web.Request, run_id: str) -> web.StreamResponse:
-    response = web.StreamResponse(headers={**sse.HEADERS, "x-run-id": run_id})
+class _HeadersWithFrames(web.StreamResponse):
+    """An SSE response whose headers go out in one write with its first frames (aiohttp
+    sends a StreamResponse's headers at `prepare` otherwise: a write, a syscall and a
+    TCP segment of their own for every stream). Its stream writes as soon as it is
+    prepared, or sends the headers alone when it has nothing yet."""
+
+    _send_headers_immediately = False
+
+
+def _sse_response(
+    request: web.Request, run_id: str, *, headers_with_frames: bool = False
+) -> web.StreamResponse:
+    kind = _HeadersWithFrames if headers_with_frames else web.StreamResponse
+    response = kind(headers={**sse.HEADERS, "x-run-id": run_id})
     response.headers["x-request-id"] = request[keys.REQUEST_ID]
     return response
 
@@ -86,7 +98,7 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
     settings = request.app[keys.SETTINGS]
     heartbeat, timeout_s = settings.gateway_heartbeat_s, settings.gateway_write_timeout_s
     readers = request.app[keys.METRICS].sse_readers
-    response = _sse_response(request, run.id)
+    response = _sse_response(request, run.id, headers_with_frames=True)
     run.attach()
     readers.inc()
     writer: SSEWriter | None = None
@@ -95,10 +107,16 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
     try:
         await response.prepare(request)
         writer = SSEWriter(request, response, timeout_s)
+        if after >= log.last_seq > 0 and not log.closed:  # a re-attach with nothing new
+            await writer.write(b"")  # the headers go alone, now
+        last = b""
         while True:
             data = log.read(after)
             if data:
                 after = log.last_seq
+                if log.closed and len(data) <= CHUNK_BYTES:
+                    last = data  # the terminal event goes out with the stream's end
+                    break
                 await writer.write_frames(data)
             elif log.closed:
                 break
@@ -107,7 +125,7 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
                 after = follower.after  # what the run's task wrote meanwhile
                 if not woken:
                     await writer.write(sse.PING)
-        await response.write_eof()
+        await writer.write_last(last)
     except ConnectionResetError:
         pass  # the client left; the run's grace timer decides what happens next
     finally:

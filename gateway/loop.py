@@ -105,15 +105,18 @@ async def run_loop(
         upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )
-    if not state.resumed:  # a resumed run's readers had it from the first worker
-        # Copies: the log stamps each event it takes.
-        yield [info, *(notice.copy() for notice in plan.notices)]
+    # A resumed run's readers had these from the first worker. Copies: the log stamps each
+    # event it takes. They go with the first `turn_start`: one write to the client, not two.
+    opening = [] if state.resumed else [info, *(notice.copy() for notice in plan.notices)]
     while True:
         if _context_full(plan, state):
+            if opening:
+                yield opening
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        yield [events.turn_start(state.turns, config.max_turns)]
+        yield [*opening, events.turn_start(state.turns, config.max_turns)]
+        opening = []
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)

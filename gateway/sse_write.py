@@ -54,11 +54,22 @@ class SSEWriter:
 
     async def write(self, data: bytes | memoryview) -> None:
         """Raise ConnectionResetError if the client is gone or did not read in time."""
+        await self._write(data, last=False)
+
+    async def write_last(self, data: bytes) -> None:
+        """The stream's last frames (at most `CHUNK_BYTES`) and its end, in one write; as
+        `write`, under the deadline."""
+        await self._write(data, last=True)
+
+    async def _write(self, data: bytes | memoryview, *, last: bool) -> None:
         if self._expired:
             raise self._late()
         self._started = self._loop.time()
         try:
-            await self._response.write(data)
+            if last:
+                await self._response.write_eof(bytes(data))
+            else:
+                await self._response.write(data)
         except ConnectionResetError:
             if self._expired:
                 raise self._late() from None
