@@ -29,7 +29,7 @@ Push = Callable[[bytes], Awaitable[bool]]
 
 BLOCK = 32
 """Frames a compressed block holds (LZ4 needs a few KB to find the repeats)."""
-HOT_SLACK = 8
+HOT_SLACK = 2
 """Newest frames never compressed: what live readers have yet to take."""
 _FRAME_END = b"\n\n"  # no frame has it inside: its JSON is one line
 
