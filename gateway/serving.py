@@ -113,8 +113,9 @@ class Acceptor(asyncio.AbstractServer):
         self._serving = False
         self._loop.remove_reader(self._sock.fileno())
         self._sock.close()
-        for task in self._opening:
-            task.cancel()
+        # Connections still being handed over finish that (within an iteration) and are
+        # closed with the server's other connections: cancelling one could leave its
+        # socket open, or close the descriptor its new transport already owns.
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
