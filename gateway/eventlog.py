@@ -140,8 +140,10 @@ class EventLog:
     def since(self, after_seq: int) -> list[bytes]:
         """Frames with `seq > after_seq` that are still kept, one `bytes` each."""
         after_seq = max(after_seq, self._first_seq - 1)
-        frames = [frame + _FRAME_END for frame in self._cold_after(after_seq).split(_FRAME_END)]
-        frames.pop()  # what follows the last frame's end: nothing
+        frames: list[bytes] = []
+        if after_seq + 1 < self._hot_seq:  # some are compressed: split them back into frames
+            cold = self._cold_after(after_seq).split(_FRAME_END)
+            frames = [frame + _FRAME_END for frame in cold[:-1]]  # the last piece is empty
         index = max(0, after_seq + 1 - self._hot_seq)
         ends = self._ends
         if index < len(ends):
