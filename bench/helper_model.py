@@ -8,7 +8,7 @@ tool input deltas through a hand-written fast path.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anthropic
@@ -27,7 +27,7 @@ _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 class HelperProvider(AnthropicProvider):
     """Reads every call through the SDK's stream helper instead of the raw body."""
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncGenerator[list[Any], None]:
         try:
             async with self._client.messages.stream(**params) as stream:
                 async for event in stream:

@@ -27,6 +27,7 @@ from typing import Any
 import openai
 from aiohttp import web
 
+from gateway.events import Event
 from gateway.providers.base import ModelCall
 from gateway.providers.openai import OpenAIProvider
 
@@ -98,9 +99,14 @@ async def gateway(client: openai.AsyncOpenAI) -> int:
     provider = OpenAIProvider(client)
     call = ModelCall(model="m", max_tokens=10**6, messages=MESSAGES, system=None, tools=[])
     turn = provider.new_turn(1)
-    return sum(
-        [e["type"] == "delta" async for batch in provider.attempt(call, turn) for e in batch]
-    )
+    deltas = 0
+
+    async def emit(batch: list[Event]) -> None:
+        nonlocal deltas
+        deltas += sum(e["type"] == "delta" for e in batch)
+
+    await provider.attempt(call, turn, emit)
+    return deltas
 
 
 async def sdk_objects(client: openai.AsyncOpenAI) -> int:

@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,8 @@ import orjson
 
 from gateway import events
 from gateway.eventlog import EventLog
-from gateway.events import Event
 from gateway.loop import MAX_PAUSES, LoopConfig, LoopDeps, RunState, run_loop
+from gateway.providers.base import Emit
 from gateway.redis_scripts import CLAIM, RENEW, TAKEOVER
 from gateway.redis_store import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, RedisStore
 from gateway.run import RunRequest
@@ -227,13 +227,10 @@ def turn_ended_run(state: RunState, max_turns: int) -> bool:
     return not (state.stop_reason == "pause_turn" and state.turns <= max_turns + MAX_PAUSES)
 
 
-async def resumed_loop(
-    config: LoopConfig, deps: LoopDeps, state: RunState
-) -> AsyncIterator[list[Event]]:
+async def resumed_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Emit) -> None:
     """The loop of a resumed run, unless its last turn had already ended it."""
     if turn_ended_run(state, config.max_turns):
         stop = events.OUTCOME_BY_STOP_REASON.get(state.stop_reason or "", "completed")
         state.outcome = state.wrap_up or stop
         return
-    async for batch in run_loop(config, deps, state):
-        yield batch
+    await run_loop(config, deps, state, emit)

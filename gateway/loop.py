@@ -1,20 +1,20 @@
 """The tool loop: call the model, relay its stream, run the tools it asks for, send the
-results back, and repeat until it stops asking. One async generator of events, in lists
-(a model's events come one list per upstream read); it knows nothing of HTTP. The run
-driver (runs.py) turns its end into the terminal event.
+results back, and repeat until it stops asking. It hands its events on through `emit`,
+in lists (a model's events come one list per upstream read); it knows nothing of HTTP.
+The run driver (runs.py) gives it `emit` and turns its end into the terminal event.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import events
 from gateway.events import Event, Outcome
 from gateway.observe import RunObserver
-from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.seam import RetryPolicy, call_model
 from gateway.shaping import CallPlan, today_text
 from tools.base import ToolContext
@@ -91,11 +91,9 @@ class RunState:
             self.usage[key] += value
 
 
-async def run_loop(
-    config: LoopConfig, deps: LoopDeps, state: RunState
-) -> AsyncIterator[list[Event]]:
-    """Yields every event of the run except the terminal one, in lists (`turn_complete`
-    always alone, last in its list); sets `state.outcome`."""
+async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Emit) -> None:
+    """Emits every event of the run except the terminal one, in lists (`turn_complete`
+    always alone); sets `state.outcome`."""
     plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
     info = events.system_info(
@@ -111,28 +109,26 @@ async def run_loop(
     while True:
         if _context_full(plan, state):
             if opening:
-                yield opening
+                await emit(opening)
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        yield [*opening, events.turn_start(state.turns, config.max_turns)]
+        await emit([*opening, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
-            async for batch in call_model(deps.upstreams, call, state.turns, config.retry, hooks):
-                yield batch
+            await call_model(deps.upstreams, call, state.turns, config.retry, hooks, emit)
             turn = span.finish()
         state.add_turn(turn)
         complete = events.turn_complete(
             state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage, span.upstream
         )
         if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
-            async for event in _tool_round(config, deps, state, turn):
-                yield [event]
-            yield [complete]
+            await _tool_round(config, deps, state, turn, emit)
+            await emit([complete])
             continue
-        yield [complete]
+        await emit([complete])
         if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns + MAX_PAUSES:
             continue
         state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
@@ -166,19 +162,18 @@ def model_call(
 
 
 async def _tool_round(
-    config: LoopConfig, deps: LoopDeps, state: RunState, turn: Turn
-) -> AsyncIterator[Event]:
+    config: LoopConfig, deps: LoopDeps, state: RunState, turn: Turn, emit: Emit
+) -> None:
     """Run one round of tools and append their results, with the budget note, as the next
     user message; past the last round, the next call wraps up without tools."""
     state.rounds += 1
     state.wrap_up = _limit_reached(config, state, turn)
     if state.wrap_up is not None:
-        yield _wrap_up_warning(state.wrap_up, state.turns)
+        await emit([_wrap_up_warning(state.wrap_up, state.turns)])
         deps.observer.wrap_up(state.wrap_up)
     results: list[dict[str, Any]] = []
     run = state.wrap_up != "doom_loop"  # the same calls again would answer nothing new
-    async for event in _answer_tools(turn, deps, state, results, run=run):
-        yield event
+    await _answer_tools(turn, deps, state, results, emit, run=run)
     results.append(budget_note(state.rounds, config.max_turns, state.wrap_up))
     state.messages.append({"role": "user", "content": results})
 
@@ -217,9 +212,9 @@ def _wrap_up_warning(reason: Outcome, turns: int) -> Event:
 
 
 async def _answer_tools(
-    turn: Turn, deps: LoopDeps, state: RunState, results: list[dict[str, Any]],
+    turn: Turn, deps: LoopDeps, state: RunState, results: list[dict[str, Any]], emit: Emit,
     *, run: bool,
-) -> AsyncIterator[Event]:  # fmt: skip
+) -> None:  # fmt: skip
     """Fill `results` with one `tool_result` per `tool_use`, in order; run them concurrently
     (or answer each with "not run" when the model is repeating itself), relaying their
     events."""
@@ -236,10 +231,10 @@ async def _answer_tools(
             reason, True, 0.0, error_type="not_run" if not run else "invalid_input"
         )
         deps.observer.tool_skipped(use["name"], outcome)
-        yield _record(results, index, use, outcome, turn.turn, state)
+        await emit([_record(results, index, use, outcome, turn.turn, state)])
     for _, use in pending:
         tool = {"id": use["id"], "name": use["name"], "input": use["input"]}
-        yield events.tool_call("tool_executing", tool, turn.turn)
+        await emit([events.tool_call("tool_executing", tool, turn.turn)])
     if not pending:
         return
     async with asyncio.TaskGroup() as group:
@@ -247,10 +242,10 @@ async def _answer_tools(
         for next_done in asyncio.as_completed(tasks):
             index, outcome = await next_done
             use = turn.tool_uses[index]
-            yield _record(results, index, use, outcome, turn.turn, state)
+            await emit([_record(results, index, use, outcome, turn.turn, state)])
             if outcome.truncated:
                 message = f"Result of {use['name']} cut to {len(outcome.content):,} characters"
-                yield events.warning("tool_result_truncated", message, state.turns)
+                await emit([events.warning("tool_result_truncated", message, state.turns)])
 
 
 async def _call_tool(

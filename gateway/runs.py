@@ -16,7 +16,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from gateway.eventlog import EventLog
 from gateway.events import Event
 from gateway.loop import LoopConfig, LoopDeps, RunState, run_loop
 from gateway.observe import RunObserver
+from gateway.providers.base import Emit
 from gateway.run import Run, RunRequest
 from gateway.sessions import SessionStore, consistent_history
 
@@ -218,7 +219,7 @@ class RunManager:
                 on_turn = await self.durable.checkpoints(run.id, run.log, request, endpoint, state)
             # A resumed run may only owe its terminal event; others skip that generator.
             loop = resumed_loop if state.resumed else run_loop
-            await _relay(run, loop(config, deps, state), observer, on_turn)
+            await loop(config, deps, state, _relay(run, observer, on_turn))
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
@@ -277,13 +278,14 @@ class RunManager:
             self._runs.pop(finished.popleft()[1], None)
 
 
-async def _relay(
-    run: Run, loop_events: AsyncIterator[list[Event]], observer: RunObserver,
-    on_turn: Callable[[], None] | None,
-) -> None:  # fmt: skip
-    first_seen = False
+def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) -> Emit:
+    """The loop's `emit`: each list goes into the run's log, and from there straight to the
+    streams that follow it live (their writes never wait)."""
     log_ = run.log
-    async for batch in loop_events:
+    first_seen = False
+
+    async def emit(batch: list[Event]) -> None:
+        nonlocal first_seen
         if not first_seen and any(e["type"] in events.MODEL_EVENT_TYPES for e in batch):
             first_seen = True
             observer.first_event()
@@ -294,6 +296,8 @@ async def _relay(
         # results included).
         if on_turn is not None and batch[-1]["type"] == "turn_complete":
             on_turn()
+
+    return emit
 
 
 def _final(

@@ -143,6 +143,6 @@ async def test_more_live_calls_than_the_sdks_pool_all_stream(
                 firsts = await asyncio.gather(*(anext(stream) for stream in streams))
             assert all(firsts)  # every call got its first events while all are open
         finally:
-            await asyncio.gather(*(stream.aclose() for stream in streams))  # type: ignore[attr-defined]
+            await asyncio.gather(*(stream.aclose() for stream in streams))
             await http.close()
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -10,14 +10,15 @@ cost several times what the rest of the relay does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anthropic
 
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
-from gateway.providers.base import ModelCall, Turn
+from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.messages_http import MessagesHTTP, answer_failure
 from gateway.shaping import cached_tools, system_blocks, with_breakpoint
 from gateway.upstream import TurnTranslator
@@ -36,25 +37,25 @@ class AnthropicProvider:
     def new_turn(self, turn: int) -> TurnTranslator:
         return TurnTranslator(turn)
 
-    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
+    async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"AnthropicProvider needs its own turn, got {type(turn).__name__}")
-        async for payloads in self.stream(messages_body(call)):
-            batch: list[Event] = []
-            try:
-                turn.feed_payloads(payloads, batch)
-            except Exception:
-                if batch:  # what preceded the failure in this read was relayed
-                    yield batch
-                raise
-            if batch:
-                yield batch
+        # Closed here, not when the collector finds it: its HTTP response goes with it.
+        async with contextlib.aclosing(self.stream(messages_body(call))) as reads:
+            async for payloads in reads:
+                batch: list[Event] = []
+                try:
+                    turn.feed_payloads(payloads, batch)
+                except Exception:
+                    if batch:  # what preceded the failure in this read was relayed
+                        await emit(batch)
+                    raise
+                if batch:
+                    await emit(batch)
         turn.finish()
 
-    def stream(self, params: dict[str, Any]) -> AsyncIterator[list[bytes]]:
-        """One call's SSE `data` payloads (JSON bytes), a list per read of the body: the
-        layers above pay their generator hops per read, not per event. The request's own
-        iterator, not a generator around it: one hop less per read."""
+    def stream(self, params: dict[str, Any]) -> AsyncGenerator[list[bytes], None]:
+        """One call's SSE `data` payloads (JSON bytes), a list per read of the body."""
         return self._http.stream(params)
 
     async def close(self) -> None:

@@ -9,11 +9,14 @@ the run's totals need. Retries, fallback and their warnings belong to the caller
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from gateway.events import Event
+
+Emit = Callable[[list[Event]], Awaitable[None]]
+"""Hands a non-empty list of gateway events on to the run (its log, its live streams)."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +92,9 @@ class Provider(Protocol):
 
     def new_turn(self, turn: int) -> Turn: ...
 
-    def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
-        """ONE HTTP attempt, no retries: stream the call, feed `turn`, yield its gateway
-        events a non-empty list per upstream read (the layers above then pay per read, not
-        per event), call `turn.finish()` at the end; raise `UpstreamFailure` on any failure,
-        after yielding what that read translated before it."""
+    async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
+        """ONE HTTP attempt, no retries: stream the call, feed `turn`, `emit` its gateway
+        events a list per upstream read (what comes after pays per read, not per event),
+        call `turn.finish()` at the end; raise `UpstreamFailure` on any failure, after
+        emitting what that read translated before it."""
         ...

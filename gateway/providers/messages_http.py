@@ -13,7 +13,7 @@ Failures become `UpstreamFailure`s with the same codes the SDK's exceptions mapp
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import aiohttp
@@ -59,7 +59,7 @@ class MessagesHTTP:
             await self._session.close()
             self._session = None
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[list[bytes]]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[list[bytes], None]:
         session = self._open()
         try:
             # The body is not kept in a local: a stream lasts minutes, and the body (tools,

@@ -9,7 +9,8 @@ stream (bench/openai_read.py), CPU per text delta: 3.8 µs read raw into `ChatTu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator
 
 import aiohttp
 import httpx2
@@ -17,7 +18,7 @@ import openai
 
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
-from gateway.providers.base import ModelCall, Turn
+from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.failures import failure_from_error_object, retry_after_s
 from gateway.providers.openai_chat import MaxTokensField, chat_body
 from gateway.providers.openai_stream import ChatTurn
@@ -68,26 +69,28 @@ class OpenAIProvider:
     def new_turn(self, turn: int) -> ChatTurn:
         return ChatTurn(turn)
 
-    async def attempt(self, call: ModelCall, turn: Turn) -> AsyncIterator[list[Event]]:
-        """One HTTP attempt: relay the stream's events, a list per read, and fill `turn`."""
+    async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
+        """One HTTP attempt: emit the stream's events, a list per read, and fill `turn`."""
         if not isinstance(turn, ChatTurn):
             raise TypeError(f"OpenAIProvider needs its own turn, got {type(turn).__name__}")
         body, turn.dropped = chat_body(call, max_tokens_field=self._max_tokens_field)
-        async for payloads in self._payloads(body):
-            batch: list[Event] = []
-            try:
-                for data in payloads:
-                    if data != _DONE:
-                        batch += turn.feed_payload(data)
-            except Exception:
-                if batch:  # what preceded the failure in this read was relayed
-                    yield batch
-                raise
-            if batch:
-                yield batch
+        # Closed here, not when the collector finds it: its HTTP response goes with it.
+        async with contextlib.aclosing(self._payloads(body)) as reads:
+            async for payloads in reads:
+                batch: list[Event] = []
+                try:
+                    for data in payloads:
+                        if data != _DONE:
+                            batch += turn.feed_payload(data)
+                except Exception:
+                    if batch:  # what preceded the failure in this read was relayed
+                        await emit(batch)
+                    raise
+                if batch:
+                    await emit(batch)
         turn.finish()
 
-    async def _payloads(self, body: dict[str, object]) -> AsyncIterator[list[bytes]]:
+    async def _payloads(self, body: dict[str, object]) -> AsyncGenerator[list[bytes], None]:
         """The SSE `data` payloads, a list per read of the body."""
         create = self._client.chat.completions.with_streaming_response.create
         try:

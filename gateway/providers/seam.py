@@ -1,8 +1,9 @@
 """The seam between the loop and the providers: one model call, retried while nothing of
 it reached the client, then handed to the next upstream in the fallback order.
 
-Events travel in lists, one per upstream read (see `Provider.attempt`): each generator
-here costs its hop per read, not per event.
+Events are handed on through `emit`, a list per upstream read (see `Provider.attempt`),
+by the code that reads them: no chain of generators between the socket and the run's
+log, whose hops a paced stream paid on every event.
 
 Each retry and each switch is announced to the client with a `warning`; the loop sees
 only events and, at the end, the turn of whichever provider answered.
@@ -14,13 +15,12 @@ import asyncio
 import dataclasses
 import json
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gateway import events
 from gateway.errors import UpstreamFailure
-from gateway.events import Event
-from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.providers.base import Emit, ModelCall, Provider, Turn
 
 
 @dataclass(frozen=True)
@@ -61,15 +61,15 @@ async def call_model(
     number: int,
     policy: RetryPolicy,
     hooks: CallHooks,
-) -> AsyncIterator[list[Event]]:
-    """One model call as lists of gateway events, from the first provider that answers it."""
+    emit: Emit,
+) -> None:
+    """One model call, its gateway events emitted, from the first provider that answers."""
     last = len(providers) - 1
     for index, provider in enumerate(providers):
         turn = provider.new_turn(number)
         hooks.on_turn(turn, provider)
         try:
-            async for batch in _with_retries(provider, call, turn, policy, hooks):
-                yield batch
+            await _with_retries(provider, call, turn, policy, hooks, emit)
         except UpstreamFailure as failure:
             fallback = not turn.emitted and index < last
             hooks.on_failure(failure, provider.name, fallback)
@@ -77,10 +77,10 @@ async def call_model(
                 raise
             following = providers[index + 1].name
             message = f"Upstream {provider.name} failed ({failure.code}); trying {following}"
-            yield [events.warning(
+            await emit([events.warning(
                 "upstream_fallback", message, number, error_code=failure.code,
                 upstream=provider.name, next_upstream=following,
-            )]  # fmt: skip
+            )])  # fmt: skip
             continue
         left_out = sorted(set(turn.dropped) - hooks.warned)
         if left_out:
@@ -89,26 +89,27 @@ async def call_model(
             dropped = events.warning(
                 "history_dropped", message, number, upstream=provider.name, dropped=left_out
             )
-            yield [dropped]
+            await emit([dropped])
         return
 
 
 async def _with_retries(
-    provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks
-) -> AsyncIterator[list[Event]]:
+    provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks,
+    emit: Emit,
+) -> None:  # fmt: skip
     call = dataclasses.replace(call, model=provider.model or call.model)
     waited = 0.0
-    deadline = asyncio.get_running_loop().time() + policy.call_deadline_s
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + policy.call_deadline_s
     for attempt in range(policy.max_retries + 1):
         try:
-            async for batch in _attempt(provider, call, turn, deadline, policy.call_deadline_s):
-                yield batch
+            await _attempt(provider, call, turn, emit, deadline, policy.call_deadline_s)
             return
         except UpstreamFailure as exc:
             failure = exc  # the `as` name is unbound after the except block
             delay = policy.delay(attempt, failure.retry_after_s)
             spent = attempt >= policy.max_retries or waited + delay > policy.max_total_wait_s
-            late = asyncio.get_running_loop().time() + delay >= deadline
+            late = loop.time() + delay >= deadline
             if not failure.retryable or turn.emitted or spent or late:
                 raise
         waited += delay
@@ -117,74 +118,30 @@ async def _with_retries(
         message = (
             f"Upstream {failure.code}: {failure.message}. Retry {attempt + 1} in {delay:.1f} s"
         )
-        yield [events.warning(
+        await emit([events.warning(
             "upstream_retry", message, turn.turn, attempt=attempt + 1, delay_s=round(delay, 3),
             error_code=failure.code, upstream=provider.name,
-        )]  # fmt: skip
+        )])  # fmt: skip
         await asyncio.sleep(delay)
 
 
 async def _attempt(
-    provider: Provider, call: ModelCall, turn: Turn, deadline: float, deadline_s: float
-) -> AsyncIterator[list[Event]]:
-    """One attempt's events, each read awaited within the call's deadline (per step, never
-    across a `yield`: the consumer's own awaits are not ours to time). Invalid JSON from
-    the upstream is its failure, not ours."""
-    stream = provider.attempt(call, turn)
-    guard = _ReadDeadline(deadline)
+    provider: Provider, call: ModelCall, turn: Turn, emit: Emit, deadline: float,
+    deadline_s: float,
+) -> None:  # fmt: skip
+    """One attempt, within the call's deadline. The deadline covers what `emit` does as
+    well: it hands events to the run's log and writes only to clients that take them
+    without waiting. Invalid JSON from the upstream is its failure, not ours."""
+    timeout = asyncio.timeout_at(deadline)
     try:
-        while True:
-            try:
-                batch = await guard.read(stream)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                message = f"The model call took longer than {deadline_s:g} s in all"
-                raise UpstreamFailure("TIMEOUT_ERROR", message) from None
-            except json.JSONDecodeError as exc:  # orjson's error is a subclass
-                message = f"Upstream sent invalid JSON: {exc}"
-                raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
-            yield batch
-    finally:  # its HTTP response closes now, not when the collector finds it
-        guard.close()
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-
-
-class _ReadDeadline:
-    """`asyncio.timeout_at` for every read of one attempt, with one timer for all of them
-    instead of a timeout context per read (a read per event on a paced stream): when the
-    timer fires during a read, that read is cancelled and raises TimeoutError; between
-    reads, the next one raises at once."""
-
-    def __init__(self, deadline: float) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._task = task
-        self._reading = False
-        self._expired = False
-        self._timer = asyncio.get_running_loop().call_at(deadline, self._expire)
-
-    def _expire(self) -> None:
-        self._expired = True
-        if self._reading:
-            self._task.cancel()
-
-    def close(self) -> None:
-        self._timer.cancel()
-
-    async def read(self, stream: AsyncIterator[list[Event]]) -> list[Event]:
-        if self._expired:
-            raise TimeoutError
-        cancelling = self._task.cancelling()
-        self._reading = True
-        try:
-            return await anext(stream)
-        except asyncio.CancelledError:
-            # Ours only if nobody else cancelled the task too (as asyncio.timeout decides).
-            if self._expired and self._task.uncancel() <= cancelling:
-                raise TimeoutError from None
-            raise
-        finally:
-            self._reading = False
+        async with timeout:
+            await provider.attempt(call, turn, emit)
+    except TimeoutError as exc:
+        if not timeout.expired():  # a provider's own timeout that it did not map
+            message = f"Upstream timed out: {exc}".rstrip(": ")
+            raise UpstreamFailure("TIMEOUT_ERROR", message, retryable=True) from exc
+        message = f"The model call took longer than {deadline_s:g} s in all"
+        raise UpstreamFailure("TIMEOUT_ERROR", message) from None
+    except json.JSONDecodeError as exc:  # orjson's error is a subclass
+        message = f"Upstream sent invalid JSON: {exc}"
+        raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc

@@ -11,10 +11,12 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.base import ModelCall, Provider, Turn
+from gateway.events import Event
+from gateway.providers.base import ModelCall, Provider
 from gateway.providers.openai import NO_KEY, OpenAIProvider, create_client
 from gateway.providers.openai_stream import ChatTurn
 from tests.fakes.openai import Call, FakeOpenAI, Reply
+from tests.providers.emitted import attempt
 
 TOOLS = [
     {
@@ -29,10 +31,6 @@ def model_call(messages: list[dict[str, Any]], **fields: Any) -> ModelCall:
     values: dict[str, Any] = {"model": "gpt-test", "max_tokens": 500, "system": "Be terse."}
     values.update(fields)
     return ModelCall(messages=messages, tools=values.pop("tools", TOOLS), **values)
-
-
-async def attempt(provider: Provider, call: ModelCall, turn: Turn) -> list[dict[str, Any]]:
-    return [dict(e) async for batch in provider.attempt(call, turn) for e in batch]
 
 
 async def failure_of(provider: Provider, call: ModelCall) -> UpstreamFailure:
@@ -171,9 +169,11 @@ async def test_a_cancelled_attempt_closes_the_upstream_stream(
     turn = provider.new_turn(1)
     first = asyncio.Event()
 
+    async def emit(batch: list[Event]) -> None:
+        first.set()
+
     async def consume() -> None:
-        async for _ in provider.attempt(model_call(QUESTION), turn):
-            first.set()
+        await provider.attempt(model_call(QUESTION), turn, emit)
 
     task = asyncio.create_task(consume())
     async with asyncio.timeout(5):

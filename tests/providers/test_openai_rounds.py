@@ -11,6 +11,7 @@ from typing import Any
 from gateway.providers.base import ModelCall, Provider
 from gateway.providers.openai import OpenAIProvider
 from tests.fakes.openai import Call, FakeOpenAI, Reply
+from tests.providers.emitted import attempt
 
 TOOLS = [
     {
@@ -34,7 +35,7 @@ async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[dict[str,
             tool_choice="auto" if number < max_turns else "none",
         )
         turn = provider.new_turn(number)
-        relayed += [dict(e) async for batch in provider.attempt(call, turn) for e in batch]
+        relayed += await attempt(provider, call, turn)
         history.append({"role": "assistant", "content": turn.content})
         if turn.stop_reason != "tool_use":
             break
