@@ -8,7 +8,6 @@ tool input deltas through a hand-written fast path.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import anthropic
@@ -16,6 +15,7 @@ import orjson
 
 from gateway.errors import UpstreamFailure
 from gateway.providers.anthropic import AnthropicProvider, status_failure
+from gateway.providers.messages_http import OnPayloads
 from gateway.upstream import TurnTranslator
 
 # The gateway's read path yields SSE payload bytes where its translator takes them.
@@ -27,14 +27,14 @@ _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 class HelperProvider(AnthropicProvider):
     """Reads every call through the SDK's stream helper instead of the raw body."""
 
-    async def stream(self, params: dict[str, Any]) -> AsyncGenerator[list[Any], None]:
+    async def stream(self, params: dict[str, Any], on_payloads: OnPayloads) -> None:
         try:
             async with self._client.messages.stream(**params) as stream:
                 async for event in stream:
                     raw = as_raw(event)
                     if raw is not None:
                         # One event per list: the helper hands them over one at a time.
-                        yield [orjson.dumps(raw) if _AS_BYTES else raw]
+                        on_payloads([orjson.dumps(raw) if _AS_BYTES else raw])  # type: ignore[list-item]
         except anthropic.APIStatusError as exc:
             raise status_failure(exc) from exc
         except anthropic.APIConnectionError as exc:

@@ -101,7 +101,7 @@ async def gateway(client: openai.AsyncOpenAI) -> int:
     turn = provider.new_turn(1)
     deltas = 0
 
-    async def emit(batch: list[Event]) -> None:
+    def emit(batch: list[Event]) -> None:
         nonlocal deltas
         deltas += sum(e["type"] == "delta" for e in batch)
 

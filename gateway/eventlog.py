@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import lz4.block
 from orjson import dumps
 
 from gateway.events import Event
 
-Push = Callable[[bytes], Awaitable[bool]]
+Push = Callable[[bytes], bool]
 """Writes frames to a client if it can without waiting; False: not written."""
 
 BLOCK = 32
@@ -50,7 +50,7 @@ class EventLog:
         self._buffer = bytearray()
         self._ends = array("Q")  # frame i (seq _hot_seq + i) ends at _ends[i] in _buffer
         self._waiters: list[asyncio.Future[bool]] = []
-        self._pushing: list[Follower] = []  # followers the run's task writes to (`push`)
+        self._pushing: list[Follower] = []  # followers written to on append (`push`)
         # Called on every append and on close: the Redis mirror marks the run dirty, at the
         # cost of a call, instead of a waiter (a future and a timer) per batch.
         self.listener: Callable[[], None] | None = None
@@ -74,11 +74,12 @@ class EventLog:
         self.extend([event])
         return self.last_seq
 
-    def extend(self, batch: list[Event], *, pushed: bool = False) -> None:
+    def extend(self, batch: list[Event], *, push: bool = False) -> None:
         """Append a batch of events (one upstream read's), then wake the readers once.
         The hot path of every relayed event: kept inline, without a call per event.
-        `pushed`: the caller calls `push()` next, for the followers that take frames from
-        the run's task; otherwise they are woken to read, like the other readers."""
+        `push`: write the batch to the followers that take frames as they are appended
+        (`Follower`), there and then; otherwise they are woken to read, like the other
+        readers (the terminal event goes with the stream's end, in the stream's task)."""
         if self.closed:
             raise RuntimeError("append to a closed event log")
         if len(self._ends) >= BLOCK + HOT_SLACK:  # before the batch: it stays uncompressed
@@ -96,8 +97,12 @@ class EventLog:
             self._drop(max(kept - self.max_events, self.max_events // 10))
         if self._waiters:
             self._wake()
-        if self._pushing and not pushed:
-            self._release_followers()
+        if self._pushing:
+            if push:
+                for follower in self._pushing[:]:
+                    follower._push_new()
+            else:
+                self._release_followers()
         if self.listener is not None:
             self.listener()
 
@@ -114,17 +119,6 @@ class EventLog:
         self._buffer = self._buffer[cut:]  # a fresh buffer: the old one's size goes too
         self._ends = array("Q", [end - cut for end in ends[blocks * BLOCK :]])
         self._hot_seq += blocks * BLOCK
-
-    async def push(self) -> None:
-        """Hand the frames just appended to the followers that write them from the run's
-        task (`Follower`). Their writes do not wait: a follower whose client cannot take
-        the frames now goes back to reading them itself."""
-        for follower in self._pushing[:]:
-            await follower._push_new()
-
-    @property
-    def pushing(self) -> bool:
-        return bool(self._pushing)
 
     def close(self) -> None:
         self.closed = True
@@ -210,12 +204,12 @@ class Follower:
 
     `wait(after, push)` is a future: True when the stream should read the log again (it
     grew or closed, or `push` could not write), False once `heartbeat_s` passed with
-    nothing for the client (time for a ping). With `push`, the run's task hands this
-    follower each batch it relays (`EventLog.push`) and `push` writes it to the client
-    there and then, when the socket takes it without waiting; `after` is the last seq
-    written. A live event then wakes one task, the run's, instead of two (the run's,
-    then the stream's, a loop iteration later); a client that is slow or gone sends the
-    stream back to reading and waiting on its own.
+    nothing for the client (time for a ping). With `push`, each batch the run relays
+    (`extend(..., push=True)`) is handed to `push`, which writes it to the client there
+    and then when the socket takes it without waiting; `after` is the last seq written.
+    A model's event then wakes no task at all on its way from the upstream's socket to
+    the client's (the upstream's callback appends it); a client that is slow or gone
+    sends the stream back to reading and waiting on its own.
 
     One heartbeat timer for the whole stream, not one per wait: it looks at the wait in
     progress when it fires and re-arms itself for when that wait would reach
@@ -248,12 +242,12 @@ class Follower:
         self._timer.cancel()
         self._forget()
 
-    async def _push_new(self) -> None:
+    def _push_new(self) -> None:
         log, push = self._log, self._push
         data = log.read(self.after)
         if not data or push is None:
             return
-        if await push(data):
+        if push(data):
             self.after = log.last_seq
             self._since = self._loop.time()
         else:

@@ -109,11 +109,11 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     while True:
         if _context_full(plan, state):
             if opening:
-                await emit(opening)
+                emit(opening)
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        await emit([*opening, events.turn_start(state.turns, config.max_turns)])
+        emit([*opening, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, call) as span:
@@ -126,9 +126,9 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         )
         if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
             await _tool_round(config, deps, state, turn, emit)
-            await emit([complete])
+            emit([complete])
             continue
-        await emit([complete])
+        emit([complete])
         if turn.stop_reason == "pause_turn" and state.turns <= config.max_turns + MAX_PAUSES:
             continue
         state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
@@ -169,7 +169,7 @@ async def _tool_round(
     state.rounds += 1
     state.wrap_up = _limit_reached(config, state, turn)
     if state.wrap_up is not None:
-        await emit([_wrap_up_warning(state.wrap_up, state.turns)])
+        emit([_wrap_up_warning(state.wrap_up, state.turns)])
         deps.observer.wrap_up(state.wrap_up)
     results: list[dict[str, Any]] = []
     run = state.wrap_up != "doom_loop"  # the same calls again would answer nothing new
@@ -231,10 +231,10 @@ async def _answer_tools(
             reason, True, 0.0, error_type="not_run" if not run else "invalid_input"
         )
         deps.observer.tool_skipped(use["name"], outcome)
-        await emit([_record(results, index, use, outcome, turn.turn, state)])
+        emit([_record(results, index, use, outcome, turn.turn, state)])
     for _, use in pending:
         tool = {"id": use["id"], "name": use["name"], "input": use["input"]}
-        await emit([events.tool_call("tool_executing", tool, turn.turn)])
+        emit([events.tool_call("tool_executing", tool, turn.turn)])
     if not pending:
         return
     async with asyncio.TaskGroup() as group:
@@ -242,10 +242,10 @@ async def _answer_tools(
         for next_done in asyncio.as_completed(tasks):
             index, outcome = await next_done
             use = turn.tool_uses[index]
-            await emit([_record(results, index, use, outcome, turn.turn, state)])
+            emit([_record(results, index, use, outcome, turn.turn, state)])
             if outcome.truncated:
                 message = f"Result of {use['name']} cut to {len(outcome.content):,} characters"
-                await emit([events.warning("tool_result_truncated", message, state.turns)])
+                emit([events.warning("tool_result_truncated", message, state.turns)])
 
 
 async def _call_tool(

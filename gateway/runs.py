@@ -280,18 +280,17 @@ class RunManager:
 
 def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) -> Emit:
     """The loop's `emit`: each list goes into the run's log, and from there straight to the
-    streams that follow it live (their writes never wait)."""
+    streams that follow it live (their writes never wait). A model's events come from the
+    upstream socket's callback: relaying them wakes no task but the stream's client."""
     log_ = run.log
     first_seen = False
 
-    async def emit(batch: list[Event]) -> None:
+    def emit(batch: list[Event]) -> None:
         nonlocal first_seen
         if not first_seen and any(e["type"] in events.MODEL_EVENT_TYPES for e in batch):
             first_seen = True
             observer.first_event()
-        log_.extend(batch, pushed=True)
-        if log_.pushing:  # live streams written from here: one task wake-up an event
-            await log_.push()
+        log_.extend(batch, push=True)
         # `turn_complete` comes alone: a turn boundary, where the state is whole (tool
         # results included).
         if on_turn is not None and batch[-1]["type"] == "turn_complete":

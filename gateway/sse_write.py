@@ -38,6 +38,10 @@ class SSEWriter:
         self._timer = self._loop.call_later(timeout_s, self._check)
         transport = request.transport
         self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
+        # Set by aiohttp at `prepare` for HTTP/1.1 (a stream has no length); HTTP/1.0
+        # streams are sent as they are, ended by closing the connection.
+        self._chunked = response.headers.get("Transfer-Encoding") == "chunked"
+        self._direct = False  # whether `write_now` may write (the headers were sent)
 
     def close(self) -> None:
         self._timer.cancel()
@@ -70,6 +74,7 @@ class SSEWriter:
                 await self._response.write_eof(bytes(data))
             else:
                 await self._response.write(data)
+                self._direct = True  # the headers have gone out
         except ConnectionResetError:
             if self._expired:
                 raise self._late() from None
@@ -77,19 +82,22 @@ class SSEWriter:
         finally:
             self._started = None
 
-    async def write_now(self, data: bytes) -> bool:
+    def write_now(self, data: bytes) -> bool:
         """Write `data` if the socket's buffer takes it without reaching its high-water
-        mark, so the write cannot wait (it runs in the run's task, which must never wait
-        on a client); False: nothing was written, and the stream's own task writes it."""
+        mark, so the write cannot wait (it runs in whatever appends to the run's log: the
+        upstream's socket callback, or the run's task, which must never wait on a client);
+        False: nothing was written, and the stream's own task writes it.
+
+        Straight to the transport, framed as the response's chunk (aiohttp's writer has
+        no call that does not wait): only once aiohttp has sent the headers."""
         transport = self._request.transport
-        if self._expired or transport is None or len(data) > CHUNK_BYTES:
+        if not self._direct or self._expired or transport is None or len(data) > CHUNK_BYTES:
             return False
         if transport.get_write_buffer_size() + len(data) + CHUNK_FRAMING > self._high_water:
             return False
-        try:
-            await self._response.write(data)
-        except ConnectionError:
+        if transport.is_closing():
             return False
+        transport.write(b"%x\r\n%b\r\n" % (len(data), data) if self._chunked else data)
         return True
 
     def _late(self) -> ConnectionResetError:

@@ -19,15 +19,15 @@ CALL = ModelCall(model="m", max_tokens=10, messages=[], system=None, tools=[])
 
 
 class Trickle:
-    """A provider whose attempts send a delta every `every_s`, forever; with `fail_after`,
-    an attempt fails (retryably, before emitting) after that long instead."""
+    """A provider whose attempts send a delta every `every_s`, forever; the first `failing`
+    attempts fail instead (retryably, before emitting), after `every_s`."""
 
     name = "trickle"
     model = "m"
 
-    def __init__(self, every_s: float, fail_after: float | None = None) -> None:
+    def __init__(self, every_s: float, failing: int = 0) -> None:
         self.every_s = every_s
-        self.fail_after = fail_after
+        self.failing = failing
         self.attempts = 0
         self.closed = False
 
@@ -37,13 +37,13 @@ class Trickle:
     async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         self.attempts += 1
         try:
-            if self.fail_after is not None:
-                await asyncio.sleep(self.fail_after)
+            if self.attempts <= self.failing:
+                await asyncio.sleep(self.every_s)
                 raise UpstreamFailure("OVERLOADED_ERROR", "busy", retryable=True)
             while True:
                 await asyncio.sleep(self.every_s)
                 turn.emitted += 1
-                await emit([events.delta("x")])
+                emit([events.delta("x")])
         finally:
             self.closed = True
 
@@ -56,7 +56,7 @@ async def test_a_trickling_upstream_is_stopped_at_the_deadline() -> None:
     provider = Trickle(0.05)
     seen: list[Event] = []
 
-    async def emit(batch: list[Event]) -> None:
+    def emit(batch: list[Event]) -> None:
         seen.extend(batch)
 
     started = time.monotonic()
@@ -69,28 +69,29 @@ async def test_a_trickling_upstream_is_stopped_at_the_deadline() -> None:
 
 
 async def test_the_deadline_counts_every_attempt_and_wait() -> None:
-    # Each attempt fails after 0.15 s and is retried after ~0.05 s: the third attempt is
-    # cut at 0.4 s, not given its own 0.15 s.
-    provider = Trickle(1.0, fail_after=0.15)
-    policy = RetryPolicy(call_deadline_s=0.4, base_delay_s=0.05, max_delay_s=0.05)
-    warnings: list[Event] = []
+    # Two attempts fail after 0.1 s each and are retried after ~0.02 s: the third trickles
+    # and is cut at 0.5 s from the call's start, not given 0.5 s of its own.
+    provider = Trickle(0.1, failing=2)
+    policy = RetryPolicy(call_deadline_s=0.5, base_delay_s=0.02, max_delay_s=0.02)
+    emitted: list[Event] = []
 
-    async def emit(batch: list[Event]) -> None:
-        warnings.extend(batch)
+    def emit(batch: list[Event]) -> None:
+        emitted.extend(batch)
 
     started = time.monotonic()
     with pytest.raises(UpstreamFailure) as failure:
         await call_model([provider], CALL, 1, policy, hooks(), emit)
-    assert failure.value.code == "TIMEOUT_ERROR" and "0.4 s in all" in failure.value.message
-    assert 0.35 < time.monotonic() - started < 1.0
+    assert failure.value.code == "TIMEOUT_ERROR" and "0.5 s in all" in failure.value.message
+    assert 0.45 < time.monotonic() - started < 0.9
     assert provider.attempts == 3
-    assert [w["code"] for w in warnings] == ["upstream_retry", "upstream_retry"]  # type: ignore[typeddict-item]
+    retries = [e for e in emitted if e["type"] == "warning"]
+    assert len(retries) == 2 and 1 <= len(emitted) - 2 <= 3  # the third's deltas
 
 
 async def test_a_cancel_from_elsewhere_stays_a_cancel() -> None:
     provider = Trickle(10.0)
 
-    async def emit(batch: list[Event]) -> None:
+    def emit(batch: list[Event]) -> None:
         pass
 
     task = asyncio.create_task(

@@ -80,7 +80,7 @@ class Client:
         self.frames: list[bytes] = []
         self.full = False
 
-    async def push(self, data: bytes) -> bool:
+    def push(self, data: bytes) -> bool:
         if self.full:
             return False
         self.frames.append(data)
@@ -91,17 +91,15 @@ async def test_a_pushing_follower_is_written_from_the_run_and_not_woken() -> Non
     log, client = _filled(2), Client()
     follower = log.follow(5.0)
     waiting = follower.wait(2, client.push)
-    for index in range(3):  # as the run's relay does: a batch, then the push
-        log.extend([events.delta(f"live {index}")], pushed=True)
-        await log.push()
+    for index in range(3):  # as the run's relay does: a batch, pushed as it is appended
+        log.extend([events.delta(f"live {index}")], push=True)
     assert not waiting.done() and follower.after == 5
     assert b"".join(client.frames) == log.read(2) and len(client.frames) == 3
     # A full client: nothing is written, `after` stays, and the stream's task takes over.
     client.full = True
-    log.extend([events.delta("held")], pushed=True)
-    await log.push()
+    log.extend([events.delta("held")], push=True)
     assert await waiting is True and follower.after == 5 and len(client.frames) == 3
-    assert not log.pushing
+    assert not log._pushing
     follower.close()
 
 
@@ -110,7 +108,7 @@ async def test_a_pushing_follower_wakes_for_other_appends_and_close() -> None:
     follower = log.follow(5.0)
     waiting = follower.wait(0, client.push)
     log.append(events.warning("w", "not from the relay", 0))  # no push follows it
-    assert await waiting is True and client.frames == [] and not log.pushing
+    assert await waiting is True and client.frames == [] and not log._pushing
     waiting = follower.wait(1, client.push)
     log.close()
     assert await waiting is True
@@ -123,8 +121,7 @@ async def test_pushes_count_as_activity_for_the_heartbeat() -> None:
     waiting = follower.wait(0, client.push)
     for index in range(6):  # 0.3 s of pushes every 0.05 s: no ping among them
         await asyncio.sleep(0.05)
-        log.extend([events.delta(f"{index}")], pushed=True)
-        await log.push()
+        log.extend([events.delta(f"{index}")], push=True)
     assert not waiting.done() and len(client.frames) == 6
     assert await waiting is False  # then quiet: a ping
     follower.close()
@@ -215,7 +212,6 @@ async def test_a_follower_behind_the_compressed_frames_reads_them() -> None:
     assert await waiting is True  # the stream's own task reads from where it was
     assert log.read(3) == b"".join(_reference(3 * BLOCK)[seq] for seq in range(4, 3 * BLOCK + 1))
     follower.wait(log.last_seq, client.push)
-    log.extend([events.delta("live")], pushed=True)  # compresses older frames first
-    await log.push()
+    log.extend([events.delta("live")], push=True)  # compresses older frames first
     assert parse_frames(b"".join(client.frames))[0]["seq"] == 3 * BLOCK + 1
     follower.close()

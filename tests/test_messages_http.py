@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -37,7 +38,9 @@ def sdk_client(server: TestServer, **options: Any) -> anthropic.AsyncAnthropic:
 
 
 async def read_all(http: MessagesHTTP) -> list[bytes]:
-    return [payload async for payloads in http.stream(BODY) for payload in payloads]
+    payloads: list[bytes] = []
+    await http.stream(BODY, payloads.extend)
+    return payloads
 
 
 async def test_same_request_as_the_sdk(fake: FakeAnthropic, fake_server: TestServer) -> None:
@@ -137,12 +140,18 @@ async def test_more_live_calls_than_the_sdks_pool_all_stream(
     fake.add(*(Reply([Text("first words", chunk=4)], stall_after=3) for _ in range(calls)))
     async with sdk_client(fake_server) as client:
         http = MessagesHTTP(client)
-        streams = [http.stream(BODY) for _ in range(calls)]
+        started = [asyncio.Event() for _ in range(calls)]
+
+        def on_first(first: asyncio.Event) -> Callable[[list[bytes]], None]:
+            return lambda payloads: first.set()
+
+        streams = [asyncio.create_task(http.stream(BODY, on_first(first))) for first in started]
         try:
-            async with asyncio.timeout(30):
-                firsts = await asyncio.gather(*(anext(stream) for stream in streams))
-            assert all(firsts)  # every call got its first events while all are open
+            async with asyncio.timeout(30):  # every call gets its first events, all open
+                await asyncio.gather(*(first.wait() for first in started))
         finally:
-            await asyncio.gather(*(stream.aclose() for stream in streams))
+            for stream in streams:
+                stream.cancel()
+            await asyncio.gather(*streams, return_exceptions=True)
             await http.close()
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -2,16 +2,15 @@
 
 The official SDK client is the configuration (URL, auth and version headers, timeout) and
 reads the model records; a streaming call is posted by `messages_http` and its raw SSE
-bytes are read by the gateway itself. Why not the SDK's request and event objects: at
-hundreds of run starts and thousands of events a second, building its request (see
-`messages_http`) and a pydantic object per event (and, in the stream helper, a snapshot)
-cost several times what the rest of the relay does.
+bytes are read by the gateway itself, translated and emitted from the socket's callback.
+Why not the SDK's request and event objects: at hundreds of run starts and thousands of
+events a second, building its request (see `messages_http`) and a pydantic object per
+event (and, in the stream helper, a snapshot) cost several times what the rest of the
+relay does.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import anthropic
@@ -19,7 +18,7 @@ import anthropic
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import Emit, ModelCall, Turn
-from gateway.providers.messages_http import MessagesHTTP, answer_failure
+from gateway.providers.messages_http import MessagesHTTP, OnPayloads, answer_failure
 from gateway.shaping import cached_tools, system_blocks, with_breakpoint
 from gateway.upstream import TurnTranslator
 
@@ -40,23 +39,22 @@ class AnthropicProvider:
     async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"AnthropicProvider needs its own turn, got {type(turn).__name__}")
-        # Closed here, not when the collector finds it: its HTTP response goes with it.
-        async with contextlib.aclosing(self.stream(messages_body(call))) as reads:
-            async for payloads in reads:
-                batch: list[Event] = []
-                try:
-                    turn.feed_payloads(payloads, batch)
-                except Exception:
-                    if batch:  # what preceded the failure in this read was relayed
-                        await emit(batch)
-                    raise
-                if batch:
-                    await emit(batch)
+
+        def on_payloads(payloads: list[bytes]) -> None:
+            batch: list[Event] = []
+            try:
+                turn.feed_payloads(payloads, batch)
+            finally:
+                if batch:  # on a failure too: what preceded it in this read was relayed
+                    emit(batch)
+
+        await self.stream(messages_body(call), on_payloads)
         turn.finish()
 
-    def stream(self, params: dict[str, Any]) -> AsyncGenerator[list[bytes], None]:
-        """One call's SSE `data` payloads (JSON bytes), a list per read of the body."""
-        return self._http.stream(params)
+    async def stream(self, params: dict[str, Any], on_payloads: OnPayloads) -> None:
+        """One call: its SSE `data` payloads (JSON bytes) to `on_payloads`, a list per
+        read of the body, from the socket's callback."""
+        await self._http.stream(params, on_payloads)
 
     async def close(self) -> None:
         await self._http.close()

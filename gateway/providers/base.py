@@ -9,14 +9,15 @@ the run's totals need. Retries, fallback and their warnings belong to the caller
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from gateway.events import Event
 
-Emit = Callable[[list[Event]], Awaitable[None]]
-"""Hands a non-empty list of gateway events on to the run (its log, its live streams)."""
+Emit = Callable[[list[Event]], None]
+"""Hands a non-empty list of gateway events on to the run (its log, its live streams).
+Never waits: a provider may call it from its socket's callback."""
 
 
 @dataclass(frozen=True)

@@ -84,10 +84,10 @@ class OpenAIProvider:
                             batch += turn.feed_payload(data)
                 except Exception:
                     if batch:  # what preceded the failure in this read was relayed
-                        await emit(batch)
+                        emit(batch)
                     raise
                 if batch:
-                    await emit(batch)
+                    emit(batch)
         turn.finish()
 
     async def _payloads(self, body: dict[str, object]) -> AsyncGenerator[list[bytes], None]:

@@ -77,7 +77,7 @@ async def call_model(
                 raise
             following = providers[index + 1].name
             message = f"Upstream {provider.name} failed ({failure.code}); trying {following}"
-            await emit([events.warning(
+            emit([events.warning(
                 "upstream_fallback", message, number, error_code=failure.code,
                 upstream=provider.name, next_upstream=following,
             )])  # fmt: skip
@@ -89,7 +89,7 @@ async def call_model(
             dropped = events.warning(
                 "history_dropped", message, number, upstream=provider.name, dropped=left_out
             )
-            await emit([dropped])
+            emit([dropped])
         return
 
 
@@ -118,7 +118,7 @@ async def _with_retries(
         message = (
             f"Upstream {failure.code}: {failure.message}. Retry {attempt + 1} in {delay:.1f} s"
         )
-        await emit([events.warning(
+        emit([events.warning(
             "upstream_retry", message, turn.turn, attempt=attempt + 1, delay_s=round(delay, 3),
             error_code=failure.code, upstream=provider.name,
         )])  # fmt: skip

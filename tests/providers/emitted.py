@@ -11,7 +11,7 @@ from gateway.providers.base import ModelCall, Provider, Turn
 class Emitted(list[dict[str, Any]]):
     """The events emitted so far, as plain dicts; `emit` is what an attempt is given."""
 
-    async def emit(self, batch: list[Event]) -> None:
+    def emit(self, batch: list[Event]) -> None:
         assert batch, "an attempt emits non-empty lists"
         self.extend(dict(event) for event in batch)
 

@@ -169,7 +169,7 @@ async def test_a_cancelled_attempt_closes_the_upstream_stream(
     turn = provider.new_turn(1)
     first = asyncio.Event()
 
-    async def emit(batch: list[Event]) -> None:
+    def emit(batch: list[Event]) -> None:
         first.set()
 
     async def consume() -> None:
