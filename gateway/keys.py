@@ -30,3 +30,6 @@ AUDIT = web.AppKey("audit", AuditLog)  # only when GATEWAY_AUDIT_LOG is set
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts
 CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware
+# Bytes a stream wrote to its transport past aiohttp's writer (`SSEWriter.write_now`),
+# which the access log adds to what aiohttp counted.
+SENT_DIRECTLY = web.RequestKey("sent_directly", int)

@@ -25,6 +25,8 @@ from typing import Any
 from aiohttp import web
 from yarl import URL
 
+from gateway.access_log import AccessLog
+
 log = logging.getLogger(__name__)
 
 LISTEN_BACKLOG = 1024
@@ -186,8 +188,9 @@ def run(
 
 async def _serve(app: web.Application, sock: socket.socket, shutdown_timeout: float) -> None:
     runner = web.AppRunner(
-        app, handle_signals=True, handler_cancellation=True, shutdown_timeout=shutdown_timeout
-    )
+        app, handle_signals=True, handler_cancellation=True, shutdown_timeout=shutdown_timeout,
+        access_log_class=AccessLog,
+    )  # fmt: skip
     await runner.setup()
     try:
         await AcceptingSite(runner, sock).start()

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
+from gateway import keys
+
 CHUNK_BYTES = 64 * 1024
 CHUNK_FRAMING = 16  # what HTTP chunked encoding adds to a write: its size line and CRLF
 
@@ -42,9 +44,12 @@ class SSEWriter:
         # streams are sent as they are, ended by closing the connection.
         self._chunked = response.headers.get("Transfer-Encoding") == "chunked"
         self._direct = False  # whether `write_now` may write (the headers were sent)
+        self._sent_directly = 0
 
     def close(self) -> None:
         self._timer.cancel()
+        if self._sent_directly:  # for the access log
+            self._request[keys.SENT_DIRECTLY] = self._sent_directly
 
     def _check(self) -> None:
         started, now = self._started, self._loop.time()
@@ -97,7 +102,9 @@ class SSEWriter:
             return False
         if transport.is_closing():
             return False
-        transport.write(b"%x\r\n%b\r\n" % (len(data), data) if self._chunked else data)
+        frame = b"%x\r\n%b\r\n" % (len(data), data) if self._chunked else data
+        transport.write(frame)
+        self._sent_directly += len(frame)
         return True
 
     def _late(self) -> ConnectionResetError:

@@ -5,13 +5,16 @@ the chunked body; a re-attach that has nothing new yet gets its headers at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpClient
 
+from gateway.access_log import AccessLog
 from gateway.app import create_app
 from gateway.toolset import StaticToolset
 from tests.conftest import iter_events, settings_for
@@ -41,8 +44,9 @@ class CountingTransport:
 
 
 async def _gateway(
-    fake_server: TestServer, registry: ToolRegistry, aiohttp_client: AiohttpClient
-) -> tuple[Client, list[list[bytes]]]:
+    fake_server: TestServer, registry: ToolRegistry, aiohttp_client: AiohttpClient,
+    **server_kwargs: Any,
+) -> tuple[Client, list[list[bytes]]]:  # fmt: skip
     """The gateway, each stream's server-side writes recorded in a list of its own."""
     recorded: list[list[bytes]] = []
 
@@ -56,7 +60,9 @@ async def _gateway(
 
     app = create_app(settings_for(fake_server), toolset=StaticToolset(registry))
     app.middlewares.insert(0, count_writes)
-    return await aiohttp_client(app), recorded
+    server = TestServer(app)
+    await server.start_server(**server_kwargs)  # the runner's options
+    return await aiohttp_client(server), recorded
 
 
 async def test_headers_go_with_the_opening_events_and_the_end_with_the_final(
@@ -100,3 +106,26 @@ async def test_a_reattach_with_nothing_new_gets_its_headers_at_once(
         assert event["seq"] > last
         if event["type"] == "final":
             break
+
+
+async def test_the_access_log_counts_what_went_past_aiohttps_writer(
+    fake: FakeAnthropic, fake_server: TestServer, registry: ToolRegistry,
+    aiohttp_client: AiohttpClient, caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    # The model's events are written to the transport by the run as they arrive, not by
+    # aiohttp's writer; the access line still has every byte of the response.
+    fake.add(Reply([Text("Revenue grew by a lot this year.", chunk=4)]))
+    client, recorded = await _gateway(
+        fake_server, registry, aiohttp_client, access_log_class=AccessLog
+    )
+    with caplog.at_level(logging.INFO, logger="aiohttp.access"):
+        response = await client.post("/api/stream", json={"query": "x"})
+        assert [e async for e in iter_events(response)][-1]["type"] == "final"
+        await asyncio.sleep(0.05)  # the line is written once the handler returns
+    lines = [
+        r.getMessage() for r in caplog.records if '"POST /api/stream HTTP/1.1"' in r.getMessage()
+    ]
+    assert len(lines) == 1
+    sent = sum(len(write) for write in recorded[0])
+    assert lines[0].split('" 200 ')[1].split()[0] == str(sent)
+    assert len(recorded[0]) > 4  # some frames went out one by one, past aiohttp's writer
