@@ -213,6 +213,7 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
             assert await post(http, url) == (None, SSE)
             await server.disconnected.wait()
             await asyncio.sleep(0.05)  # the close reaches the client's side
+            assert not any(http._idle.values())  # it left the idle list as it closed
             assert await post(http, url) == (None, SSE)
         finally:
             await http.close()

@@ -81,7 +81,8 @@ class HTTP1Client:
                 raise
             if conn.reusable:
                 conn.idle_since = asyncio.get_running_loop().time()
-                self._idle.setdefault(key, []).append(conn)
+                conn.idle_in = self._idle.setdefault(key, [])
+                conn.idle_in.append(conn)
             else:
                 conn.close()
             return answer
@@ -96,6 +97,7 @@ class HTTP1Client:
         now = asyncio.get_running_loop().time()
         while idle:
             conn = idle.pop()
+            conn.idle_in = None
             if not conn.closed and now - conn.idle_since < KEEPALIVE_S:
                 return conn
             conn.close()
@@ -168,6 +170,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reusable = False
         self.idle_since = 0.0
+        self.idle_in: list[_Connection] | None = None  # the client's idle list it is in
         self._parser = httptools.HttpResponseParser(self)
         self._done: asyncio.Future[Answer | None] | None = None
         self._on_body: Callable[[bytes], None] | None = None
@@ -225,6 +228,9 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._client._open.discard(self)
+        if self.idle_in is not None:  # closed by the server while idle: forget it now
+            self.idle_in.remove(self)
+            self.idle_in = None
         if exc is None and self._until_close and self._done is not None:
             self.on_message_complete()  # a body without a length ends with its connection
         if self._tunnel is not None and not self._tunnel.done():
