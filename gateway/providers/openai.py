@@ -82,12 +82,9 @@ class OpenAIProvider:
                     for data in payloads:
                         if data != _DONE:
                             batch += turn.feed_payload(data)
-                except Exception:
-                    if batch:  # what preceded the failure in this read was relayed
+                finally:
+                    if batch:  # on a failure too: what preceded it in this read was relayed
                         emit(batch)
-                    raise
-                if batch:
-                    emit(batch)
         turn.finish()
 
     async def _payloads(self, body: dict[str, object]) -> AsyncGenerator[list[bytes], None]:
