@@ -100,6 +100,15 @@ def sustains(bench: Bench) -> str:
     def added(phase: dict[str, Any]) -> float:
         return float(phase["ttfe_p99"] - phase["direct"]["ttfe_p99"])
 
+    def versus(phase: dict[str, Any]) -> str:
+        # The upstream read directly is measured in its own phase: on a busy load core its
+        # p99 can be the larger of the two.
+        gap = added(phase)
+        if gap >= 0:
+            return f"+{gap:,.0f} ms over the upstream's"
+        own, direct = phase["ttfe_p99"], phase["direct"]["ttfe_p99"]
+        return f"{own:,.0f} ms, under the upstream's own read directly ({direct:,.0f} ms)"
+
     def holds(phase: dict[str, Any]) -> bool:
         return phase["on_time"] >= 0.95 and phase["errors"] == 0 and added(phase) < 50
 
@@ -111,14 +120,14 @@ def sustains(bench: Bench) -> str:
         parts.append(
             f"one gateway process (one core) holds {best:,} streams at 20 events/s "
             f"({best * 20:,} events/s): {phase['on_time'] * 100:.0f}% of events on time, no "
-            f"errors, p99 time to first event +{added(phase):.0f} ms over the upstream's"
+            f"errors, p99 time to first event {versus(phase)}"
         )
     beyond = sorted((p for p in phases if p["level"] > best), key=lambda p: p["level"])
     if beyond:
         nxt = beyond[0]
         parts.append(
             f"at {nxt['level']:,} it misses ({nxt['on_time'] * 100:.1f}% on time, "
-            f"{nxt['errors']} errors, p99 time to first event +{added(nxt):,.0f} ms)"
+            f"{nxt['errors']} errors, p99 time to first event {versus(nxt)})"
         )
     paced = next((r for r in bench.rows if r.case == "1b"), None)
     if paced is not None and paced.value:
