@@ -155,6 +155,14 @@ async def _phase(
     return found
 
 
+def first_event_added(p99_ms: float, direct: dict[str, Any]) -> float:
+    """What a system adds to the first event at p99, taken against the upstream read
+    directly at its median, not its p99: that is measured in a phase of its own, and
+    where the load core is busy its own tail can be the larger, which would credit the
+    system with the upstream's bad luck."""
+    return float(p99_ms - direct["ttfe_p50"])
+
+
 def _rows(bench: Bench, phases: list[dict[str, Any]]) -> None:
     duration = bench.details["streams"]["duration_s"]
     for phase in phases:
@@ -164,14 +172,14 @@ def _rows(bench: Bench, phases: list[dict[str, Any]]) -> None:
         raw = next((p for p in phases if p["system"] == "relay-raw" and p["level"] == level), {})
         title = f"{level:,} paced runs (20/s, {duration:g} s)"
         on_time, errors = phase["on_time"], phase["errors"]
-        added = phase["ttfe_p99"] - direct["ttfe_p99"]
+        added = first_event_added(phase["ttfe_p99"], direct)
         per_stream = phase["rss_per_stream_kb"]
         for figure, value, unit, ref, ref_value, target, passed, note in (
             (f"events on time (<= {ON_TIME_MS:g} ms)", on_time * 100, "%", "direct",
              direct["on_time"] * 100, ">= 95%", on_time >= 0.95, ""),
             ("errors", errors, "", "direct", direct["errors"], "0", errors == 0, ""),
             ("p99 time to first event", phase["ttfe_p99"], "ms", "direct", direct["ttfe_p99"],
-             "added < 50 ms", added < 50, f"added {added:.1f} ms"),
+             "added < 50 ms", added < 50, f"added {added:.1f} ms over direct's p50"),
             ("RSS per open stream", per_stream, "KB", "relay-raw" if raw else "",
              raw.get("rss_per_stream_kb"), "< 64 KB", per_stream < 64, ""),
             ("gateway CPU, share of one core", phase["cpu_share"] * 100, "%",
