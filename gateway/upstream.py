@@ -122,7 +122,7 @@ def _server_preview(content: Any) -> Any:
 
 
 PACK_AFTER = 32
-"""Fragments of a block kept as separate strings before they are joined into one."""
+"""Payloads read between two joins of each open block's newest fragments into one string."""
 
 
 class TurnTranslator:
@@ -151,6 +151,7 @@ class TurnTranslator:
         self._blocks: dict[int, dict[str, Any]] = {}
         self._parts: dict[int, list[str]] = {}
         self._packed: dict[int, int] = {}  # leading entries of a `_parts` list already joined
+        self._unpacked = 0  # payloads read since the last join
         self._server_names: dict[str, str] = {}
         self._stopped = False
 
@@ -186,16 +187,19 @@ class TurnTranslator:
             event = feed(raw)
             if event is not None:
                 into.append(event)
-        self._pack_parts()
+        self._unpacked += len(payloads)
+        if self._unpacked >= PACK_AFTER:  # not per read: a paced stream reads one event
+            self._unpacked = 0
+            self._pack_parts()
 
     def _pack_parts(self) -> None:
-        """Join each open block's newest fragments into one string once there are many: a
-        fragment costs ~50 bytes of string object beyond its text, a long block has
-        thousands, and a stream holds them until the block ends. Each fragment is joined
-        once (the packed strings are not joined again), so this stays linear."""
+        """Join each open block's newest fragments into one string: a fragment costs ~50
+        bytes of string object beyond its text, a long block has thousands, and a stream
+        holds them until the block ends. Each fragment is joined once (the packed strings
+        are not joined again), so this stays linear."""
         for index, parts in self._parts.items():
             packed = self._packed.get(index, 0)
-            if len(parts) - packed >= PACK_AFTER:
+            if len(parts) - packed > 1:
                 parts[packed:] = ["".join(parts[packed:])]
                 self._packed[index] = packed + 1
 
