@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -15,7 +14,6 @@ from aiohttp import web
 
 from gateway import keys
 from gateway.audit import AuditLog, RunAudit
-from gateway.auth import caller_of
 from gateway.keyring import load_keyring
 from gateway.limits import Counters, Gate, Limits, MemoryCounters
 from gateway.limits_redis import RedisCounters
@@ -108,18 +106,16 @@ async def start_run(
     request: web.Request, run_request: RunRequest, config: LoopConfig, endpoint: str,
     parent: object,
 ) -> Run:  # fmt: skip
-    """Start a validated run for the caller's key: within its limits (else 429), owned by
-    it, its slot held until the run's task ends."""
+    """Start a validated run for its caller's key (`run_request.caller`): within its
+    limits (else 429), owned by it, its slot held until the run's task ends."""
     app = request.app
-    caller = caller_of(request)
+    caller = run_request.caller
     gate = app[keys.LIMITS]
     admission = await gate.admit(caller)
     ticket = admission.ticket
     request[keys.LIMIT_HEADERS] = admission.headers
     try:
-        run = app[keys.RUNS].start(
-            dataclasses.replace(run_request, caller=caller), config, endpoint, parent
-        )
+        run = app[keys.RUNS].start(run_request, config, endpoint, parent)
     except BaseException:
         gate.release(caller, ticket)
         raise

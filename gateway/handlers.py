@@ -16,6 +16,7 @@ from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import __version__, access, keys, sse
+from gateway.auth import caller_of
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.fold import fold
 from gateway.ownership import check_owner
@@ -37,8 +38,9 @@ async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     app = request.app
     toolset = app[keys.TOOLSET]
     run_request = parse_run_request(
-        data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID]
-    )
+        data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID],
+        caller_of(request),
+    )  # fmt: skip
     config = await app[keys.PLANNER].config(run_request)  # a 400 for what the model can't do
     # The request's server span (made current by the middleware) is the run's parent.
     return await access.start_run(

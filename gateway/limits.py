@@ -18,9 +18,9 @@ import asyncio
 import logging
 import math
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from secrets import token_hex
 from typing import Literal, Protocol
 
 from gateway.errors import GatewayError
@@ -161,7 +161,7 @@ class Gate:
 
     async def admit(self, name: str) -> Admission:
         """A ticket for one run start, or RateLimited."""
-        ticket = uuid.uuid4().hex
+        ticket = token_hex(16)
         if not self.limits.active:
             return Admission(ticket)
         verdict = await self._counters.take(name, ticket, self.limits)

@@ -7,7 +7,12 @@ templates, registry tool names (anything else is `unknown`), outcomes and error 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
+
+M = TypeVar("M", bound=MetricWrapperBase)
 
 MS_BUCKETS = (
     5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000,
@@ -24,6 +29,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], MetricWrapperBase] = {}
         r = self.registry
         # Node parity.
         self.request_duration_ms = Histogram(
@@ -123,3 +129,13 @@ class Metrics:
             "gateway_rate_limited_total", "Run starts refused with 429, by key name and limit.",
             ["key", "limit"], registry=r,
         )  # fmt: skip
+
+    def child(self, metric: M, *values: str) -> M:
+        """`metric.labels(*values)`, kept: prometheus_client validates and locks on every
+        `labels` call (a dozen a run); every label comes from a closed set, so this stays
+        as small as the metrics' own series."""
+        key = (metric, values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found  # type: ignore[return-value]  # what `metric.labels` gave

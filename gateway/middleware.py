@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
+from secrets import token_hex
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -43,7 +43,7 @@ def request_id_of(request: web.Request) -> str:
     given = request.headers.get("x-request-id", "")
     if 0 < len(given) <= 128 and all(" " <= c <= "~" for c in given):
         return given
-    return uuid.uuid4().hex
+    return token_hex(16)
 
 
 @web.middleware
@@ -70,8 +70,10 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
         finally:
             span.set_attribute("http.response.status_code", status)
             elapsed_ms = (time.perf_counter() - started) * 1000
-            duration = request.app[keys.METRICS].request_duration_ms
-            duration.labels(request.method, route, str(status)).observe(elapsed_ms)
+            metrics = request.app[keys.METRICS]
+            metrics.child(metrics.request_duration_ms, request.method, route, str(status)).observe(
+                elapsed_ms
+            )
 
 
 @web.middleware

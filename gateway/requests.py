@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway import keys
 from gateway.errors import ValidationFailed
 from gateway.history import check_history
+from gateway.keyring import ANONYMOUS
 from gateway.run import RunRequest
 from gateway.settings import Settings
 
@@ -133,8 +134,9 @@ def _int_param(name: str, value: str) -> int:
 
 
 def parse_run_request(
-    data: Any, settings: Settings, tool_names: list[str], request_id: str
-) -> RunRequest:
+    data: Any, settings: Settings, tool_names: list[str], request_id: str,
+    caller: str = ANONYMOUS,
+) -> RunRequest:  # fmt: skip
     if not isinstance(data, dict):
         raise ValidationFailed("The request body must be a JSON object")
     try:
@@ -156,6 +158,7 @@ def parse_run_request(
         effort=body.effort,
         output_format=body.output_format.to_api() if body.output_format else None,
         request_id=request_id,
+        caller=caller,
     )
 
 

@@ -14,10 +14,10 @@ import asyncio
 import functools
 import logging
 import time
-import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -119,8 +119,8 @@ class RunManager:
         self, request: RunRequest, config: LoopConfig, endpoint: str, parent: Any = None
     ) -> Run:
         self._expire_finished()
-        run_id = f"run_{uuid.uuid4().hex}"
-        session_id = request.session_id or f"sess_{uuid.uuid4().hex}"
+        run_id = f"run_{token_hex(16)}"
+        session_id = request.session_id or f"sess_{token_hex(16)}"
         shared = self.shared
         elsewhere = None if shared is None else (lambda: shared.readers(run_id))
         run = Run(run_id, session_id, EventLog(run_id, self._max_events), self._grace_s, elsewhere)

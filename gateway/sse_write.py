@@ -38,7 +38,9 @@ class SSEWriter:
         self._started: float | None = None  # when the write in progress began
         self._expired = False
         self._timer = self._loop.call_later(timeout_s, self._check)
-        transport = request.transport
+        # Kept: aiohttp's `request.transport` is a property chain, read once per event
+        # otherwise; a transport the client closed says so in `is_closing()`.
+        self._transport = transport = request.transport
         self._high_water = transport.get_write_buffer_limits()[1] if transport else 0
         # Set by aiohttp at `prepare` for HTTP/1.1 (a stream has no length); HTTP/1.0
         # streams are sent as they are, ended by closing the connection.
@@ -95,7 +97,7 @@ class SSEWriter:
 
         Straight to the transport, framed as the response's chunk (aiohttp's writer has
         no call that does not wait): only once aiohttp has sent the headers."""
-        transport = self._request.transport
+        transport = self._transport
         if not self._direct or self._expired or transport is None or len(data) > CHUNK_BYTES:
             return False
         if transport.get_write_buffer_size() + len(data) + CHUNK_FRAMING > self._high_water:

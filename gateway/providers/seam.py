@@ -97,7 +97,8 @@ async def _with_retries(
     provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks,
     emit: Emit,
 ) -> None:  # fmt: skip
-    call = dataclasses.replace(call, model=provider.model or call.model)
+    if provider.model and provider.model != call.model:  # a fallback's own model
+        call = dataclasses.replace(call, model=provider.model)
     waited = 0.0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + policy.call_deadline_s
