@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import orjson
 
-from bench.common import cpu_s, event_loop, raise_nofile, schedstat
+from bench.common import cpu_s, event_loop, quiet_gc, raise_nofile, schedstat
 from bench.wire import Dechunker, Response, request_bytes
 from gateway import eventloop
 
@@ -162,6 +162,7 @@ async def one_stream(spec: dict[str, Any], delay_s: float, result: StreamResult)
 async def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run `spec["streams"]` streams started evenly over `spec["ramp_s"]` seconds."""
     raise_nofile()
+    quiet_gc()
     count = int(spec.get("streams", 1))
     ramp = float(spec.get("ramp_s", 0.0))
     results = [StreamResult() for _ in range(count)]

@@ -19,7 +19,7 @@ from typing import Any, cast
 import orjson
 
 from bench import chat_script, script
-from bench.common import event_loop, raise_nofile, rss_kb
+from bench.common import event_loop, quiet_gc, raise_nofile, rss_kb
 from bench.script import Scenario
 from gateway import eventloop, serving
 
@@ -268,6 +268,7 @@ async def serve() -> None:
     # time to first event.
     sock = serving.listening_socket("127.0.0.1", 0)
     server = serving.Acceptor(loop, sock, lambda: Connection(upstream), serving.LISTEN_BACKLOG)
+    quiet_gc()
     print(f"READY {sock.getsockname()[1]}", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
