@@ -83,7 +83,10 @@ class Run:
             return False
         if self.cancel_reason is None:  # once: the driver's own awaits must not be cut short
             self.cancel_reason = reason
-            self.task.cancel()
+            # Not at once: a task cancelled before its first step never runs its body, and
+            # the body is what writes the terminal event and closes the log. The task's
+            # first step is already scheduled, so it goes before this.
+            asyncio.get_running_loop().call_soon(self.task.cancel)
         return True
 
     def _start_grace(self) -> None:
