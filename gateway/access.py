@@ -14,6 +14,7 @@ from aiohttp import web
 
 from gateway import keys
 from gateway.audit import AuditLog, RunAudit
+from gateway.errors import GatewayError
 from gateway.keyring import load_keyring
 from gateway.limits import Counters, Gate, Limits, MemoryCounters
 from gateway.limits_redis import RedisCounters
@@ -109,6 +110,7 @@ async def start_run(
     """Start a validated run for its caller's key (`run_request.caller`): within its
     limits (else 429), owned by it, its slot held until the run's task ends."""
     app = request.app
+    check_capacity(app)
     caller = run_request.caller
     gate = app[keys.LIMITS]
     admission = await gate.admit(caller)
@@ -126,6 +128,25 @@ async def start_run(
         run.cancel("client_disconnected")
         raise
     return run
+
+
+CAPACITY_RETRY_S = 1
+"""What a refused client is told to wait: runs end and free their places all the time."""
+
+
+def check_capacity(app: web.Application) -> None:
+    """Refuse a new run while this process runs GATEWAY_MAX_RUNS_PER_PROCESS of them: past
+    what one core relays on time, admitting more makes every stream late (BENCH.md)."""
+    cap = app[keys.SETTINGS].gateway_max_runs_per_process
+    if cap and app[keys.RUNS].live >= cap:
+        error = GatewayError(
+            "OVERLOADED_ERROR",
+            f"This gateway process is running its limit of {cap} runs; try again shortly",
+            {"limit": "runs_per_process", "value": cap, "retry_after_s": CAPACITY_RETRY_S},
+            status=503,
+        )
+        error.headers["Retry-After"] = str(CAPACITY_RETRY_S)
+        raise error
 
 
 async def add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:

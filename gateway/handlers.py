@@ -233,6 +233,7 @@ async def health(request: web.Request) -> web.Response:
         ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
         "active_runs": len(app[keys.RUNS].active()),
+        "max_runs_per_process": settings.gateway_max_runs_per_process,
         "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},
         "redis": redis_health,
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),

@@ -141,6 +141,10 @@ def _run_errors(*codes: ErrorCode) -> dict[str, Any]:
         answers[status] = {"description": description, "content": _json("ErrorResponse")}
     retry = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
     answers["429"]["headers"] = retry | RATE_HEADERS
+    answers["503"] = {
+        "description": "OVERLOADED_ERROR: this process runs GATEWAY_MAX_RUNS_PER_PROCESS runs",
+        "headers": retry, "content": _json("ErrorResponse"),
+    }  # fmt: skip
     return answers
 
 

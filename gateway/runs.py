@@ -82,6 +82,8 @@ class RunManager:
         self._takeover_s = takeover_s
         self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
         self._expiry: asyncio.TimerHandle | None = None
+        self.live = 0
+        """Runs whose task has not ended, taken over ones included."""
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
 
@@ -130,11 +132,20 @@ class RunManager:
         if shared is not None:
             shared.mirror(run_id, session_id, run.log)
         run.task = asyncio.create_task(self._drive(run, config, deps, state, request, endpoint))
+        self._count_live(run.task)
         if self._on_finish is not None:  # a done callback: it runs even if the task never did
             on_finish = self._on_finish
             run.task.add_done_callback(lambda _: on_finish(run, state.usage))
         self._runs[run_id] = run
         return run
+
+    def _count_live(self, task: asyncio.Task[None]) -> None:
+        # A done callback: it runs however the task ends, even one cancelled before it ran.
+        self.live += 1
+        task.add_done_callback(self._not_live)
+
+    def _not_live(self, _: asyncio.Task[None]) -> None:
+        self.live -= 1
 
     def resume(self, claimed: Claimed) -> None:
         """Continue a run another worker started, from its last checkpoint: its log goes on
@@ -150,6 +161,7 @@ class RunManager:
         deps = self.factory.deps(run, request, checkpoint.endpoint, None)
         shared.mirror(run_id, state.session_id, log_, claimed.token)
         run.task = asyncio.create_task(self._drive_resumed(run, deps, state, checkpoint))
+        self._count_live(run.task)
         self._runs[run_id] = run
         run.left_elsewhere()  # nobody reads it here yet: the grace period counts from now
 

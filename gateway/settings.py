@@ -111,6 +111,11 @@ class Settings(BaseSettings):
     """Which worker this process is (the supervisor sets it), for /health and logs."""
     gateway_takeover_s: float = Field(10.0, gt=0)
     """With Redis: how soon another worker continues the runs of a worker that died."""
+    gateway_max_runs_per_process: int = Field(0, ge=0)
+    """Runs in progress in one process (0: no cap). Past it a new run is refused at once
+    (503 `OVERLOADED_ERROR`, `Retry-After`), so the runs already streaming keep their pace
+    and a load balancer can send the client to another worker. BENCH.md says what one
+    process holds."""
 
     # Who may do what: named keys, per-key limits, CORS, the audit log (auth.py, limits.py,
     # cors.py, audit.py). A limit of 0 means no limit.

@@ -3,6 +3,7 @@ run to be over and settled (its slot freed, its tokens charged)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -40,4 +41,5 @@ async def settled(client: TestClient[Any, Any], run_id: str) -> None:
     run = client.app[keys.RUNS].get(run_id)
     assert run is not None and run.task is not None
     await run.task
+    await asyncio.sleep(0)  # the task's done callbacks (the gate's among them) run first
     await client.app[keys.LIMITS].settled()

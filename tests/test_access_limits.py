@@ -8,13 +8,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
+from gateway import keys
 from gateway.limits import Limits, seconds_to_midnight
 from gateway.limits_redis import RedisCounters
 from gateway.metrics import Metrics
+from gateway.run import RunRequest
 from tests.access_support import REDIS_URL, redis_prefix, settled
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -133,3 +136,53 @@ async def test_starts_go_through_when_the_counters_store_is_down(
         await counters.close()
     assert verdict is None  # let through, as Kong's fault_tolerant default
     assert "letting a start of alice through" in caplog.text
+
+
+async def test_runs_per_process(make_gateway: GatewayFactory, fake: FakeAnthropic) -> None:
+    """Past GATEWAY_MAX_RUNS_PER_PROCESS a start is refused at once, whatever the key, with
+    503 and Retry-After before any SSE header; re-attaching goes on; an ended run frees its
+    place."""
+    client = await make_gateway(gateway_max_runs_per_process=2, gateway_resume_grace_s=5.0)
+    fake.add(*[Reply([Text(SLOW, chunk=5)], delay_s=0.01) for _ in range(2)], Reply([Text("ok")]))
+    running = [await start(client, {}) for _ in range(2)]
+    run_ids = [(await anext(iter_events(response)))["run_id"] for response in running]
+    over = await client.post("/api/research", json={"query": "x"})
+    assert over.status == 503, await over.text()
+    assert over.content_type == "application/json"
+    error = (await over.json())["error"]
+    assert error["code"] == "OVERLOADED_ERROR"
+    assert error["details"] == {"limit": "runs_per_process", "value": 2, "retry_after_s": 1}
+    assert over.headers["Retry-After"] == "1"
+    health = await client.get("/health")
+    assert health.status == 200  # full is not unhealthy
+    assert (await health.json())["max_runs_per_process"] == 2
+    again = await client.get(f"/api/stream/{run_ids[0]}", headers={"Last-Event-ID": "0"})
+    assert again.status == 200  # a reader of a run that exists is no new run
+    await client.post(f"/api/runs/{run_ids[0]}/cancel")
+    assert (await read_events(again))[-1]["outcome"] == "cancelled"
+    await settled(client, run_ids[0])
+    assert client.app[keys.RUNS].live == 1
+    assert (await finish(client, await start(client, {})))["outcome"] == "completed"
+    await client.post(f"/api/runs/{run_ids[1]}/cancel")
+    await settled(client, run_ids[1])
+    assert client.app[keys.RUNS].live == 0
+
+
+async def test_a_run_cancelled_before_its_task_ran_ends_and_frees_its_place(
+    make_gateway: GatewayFactory,
+) -> None:
+    """Cancelled in the same loop iteration it started in (its task has not run a step): it
+    still ends with its terminal event, and gives its place back."""
+    client = await make_gateway(gateway_max_runs_per_process=1)
+    runs = client.app[keys.RUNS]
+    request = RunRequest([{"role": "user", "content": "x"}])
+    config = await client.app[keys.PLANNER].config(request)
+    run = runs.start(request, config, "stream")
+    assert runs.live == 1
+    assert run.cancel("client_disconnected")
+    assert run.task is not None
+    await settled(client, run.id)
+    assert run.log.closed
+    final = orjson.loads(run.log.since(0)[-1].split(b"data: ", 1)[1])
+    assert (final["type"], final["outcome"]) == ("final", "client_disconnected")
+    assert runs.live == 0
