@@ -16,7 +16,7 @@ from bench.case_relay import relay_table
 from bench.case_streams import first_event_added, streams_table
 from bench.common import event_loop
 from bench.procs import ROOT, Cores
-from bench.run import Bench, Row
+from bench.run import CAPPED_RUNS, Bench, Row
 from gateway.eventloop import loop_factory
 
 PACKAGES = (
@@ -128,6 +128,18 @@ def sustains(bench: Bench) -> str:
         parts.append(
             f"at {nxt['level']:,} it misses ({nxt['on_time'] * 100:.1f}% on time, "
             f"{nxt['errors']} errors, p99 time to first event {versus(nxt)})"
+        )
+    capped = [
+        p for p in bench.details.get("streams", {}).get("phases", [])
+        if p["system"] == "gateway-capped"
+    ]  # fmt: skip
+    if capped:
+        top = max(capped, key=lambda p: p["level"])
+        parts.append(
+            f"capped at {CAPPED_RUNS:,} runs (`GATEWAY_MAX_RUNS_PER_PROCESS`), at "
+            f"{top['level']:,} streams it refused {top['errors']:,} with 503 and kept "
+            f"{top['on_time'] * 100:.1f}% of the admitted ones' events on time, p99 time to "
+            f"first event {versus(top)}"
         )
     paced = next((r for r in bench.rows if r.case == "1b"), None)
     if paced is not None and paced.value:

@@ -20,6 +20,10 @@ from bench.common import cpu_pressure_us
 from bench.procs import Cores, Proc, run_load
 from bench.script import Scenario
 
+CAPPED_RUNS = 1_000
+"""`gateway-capped` refuses runs past this many (GATEWAY_MAX_RUNS_PER_PROCESS): case 2
+runs it at the levels above, to show what the cap keeps for the streams it admits."""
+
 SYSTEMS: dict[str, list[str]] = {
     "relay-raw": ["bench.relays", "raw"],
     "relay-sdk-events": ["bench.relays", "sdk-events"],
@@ -29,6 +33,7 @@ SYSTEMS: dict[str, list[str]] = {
     "gateway-openai": ["bench.serve", "--upstream-kind", "openai"],
     # The event loop lever, A/B in the same run: the gateway on asyncio's own loop.
     "gateway-asyncio": ["bench.serve", "--read-path", "raw", "--event-loop", "asyncio"],
+    "gateway-capped": ["bench.serve", "--read-path", "raw", "--max-runs", str(CAPPED_RUNS)],
 }
 
 

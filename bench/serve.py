@@ -40,6 +40,9 @@ def main() -> None:
         default=event_loop(),
         help="GATEWAY_EVENT_LOOP (default: BENCH_EVENT_LOOP, else auto)",
     )
+    parser.add_argument(
+        "--max-runs", type=int, default=0, help="GATEWAY_MAX_RUNS_PER_PROCESS (0: no cap)"
+    )
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
@@ -72,6 +75,7 @@ def main() -> None:
         redis_url=args.redis,
         gateway_takeover_s=args.takeover_s,
         gateway_event_loop=args.event_loop,
+        gateway_max_runs_per_process=args.max_runs,
     )
     # As `python -m gateway` does; the environment has no OTEL_* here, so nothing is exported.
     provider = configure_tracing()
