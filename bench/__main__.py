@@ -62,6 +62,18 @@ def cases(args: argparse.Namespace) -> list[str]:
     return [name for name in CASES if not (args.quick and name in slow)]
 
 
+def command_of(args: argparse.Namespace) -> str:
+    """The command line as the report shows it: what changes the run, not where it wrote."""
+    words = ["python -m bench"]
+    if os.environ.get("BENCH_STREAMS"):
+        words.insert(0, f"BENCH_STREAMS={os.environ['BENCH_STREAMS']}")
+    if args.quick:
+        words.append("--quick")
+    if args.cases:
+        words.append(f"--cases {args.cases}")
+    return " ".join(words)
+
+
 async def run(args: argparse.Namespace) -> Bench:
     cores = Cores.plan()
     pin(os.getpid(), cores.load)
@@ -73,6 +85,8 @@ async def run(args: argparse.Namespace) -> Bench:
         async with aiohttp.ClientSession() as session:
             bench = Bench(args.quick, cores, session, upstream)
             bench.details["code"] = report.code_version()
+            bench.details["command"] = command_of(args)
+            bench.details["not_run"] = [name for name in CASES if name not in cases(args)]
             for name in cases(args):
                 print(f"case {name} ...", file=sys.stderr, flush=True)
                 with timed(bench, name):

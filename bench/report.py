@@ -217,12 +217,14 @@ def _git(*args: str) -> str:
 
 def render(bench: Bench, command: str) -> str:
     t = bench.timings
-    mode = "quick" if bench.quick else "full"
+    mode = "quick mode" if bench.quick else "full mode"
+    if bench.details.get("not_run"):
+        mode += f"; not run: {', '.join(bench.details['not_run'])} (see bench/notes.md)"
     parts = [
         "# Benchmark: the gateway against the floor\n",
         f"**What one process sustains:** {sustains(bench)}.\n",
         f"**Two workers:** {two_workers(bench)}.\n",
-        f"Produced by `{command}` ({mode} mode) in {t.get('total', 0):.0f} s on the machine "
+        f"Produced by `{command}` ({mode}) in {t.get('total', 0):.0f} s on the machine "
         "below; every figure comes from that one run, each measured next to its reference, "
         "so read the ratios first: the machine is shared and absolute numbers drift.\n",
         "## Results\n",
@@ -330,7 +332,7 @@ def _tool_table(bench: Bench) -> str:
 
 
 def write(bench: Bench, path: Path) -> None:
-    command = "python -m bench" + (" --quick" if bench.quick else "")
+    command = bench.details.get("command") or "python -m bench" + (" --quick" * bench.quick)
     if path.name != "BENCH.md" or path.parent != ROOT:
         command += f" --out {path.name}"
     path.write_text(render(bench, command))
