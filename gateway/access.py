@@ -141,7 +141,8 @@ def check_capacity(app: web.Application) -> None:
     if cap and app[keys.RUNS].live >= cap:
         error = GatewayError(
             "OVERLOADED_ERROR",
-            f"This gateway process is running its limit of {cap} runs; try again shortly",
+            "This gateway process is at its limit of runs in progress "
+            f"(GATEWAY_MAX_RUNS_PER_PROCESS={cap}); try again shortly",
             {"limit": "runs_per_process", "value": cap, "retry_after_s": CAPACITY_RETRY_S},
             status=503,
         )
