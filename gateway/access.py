@@ -130,8 +130,22 @@ async def start_run(
     return run
 
 
-CAPACITY_RETRY_S = 1
-"""What a refused client is told to wait: runs end and free their places all the time."""
+class AtCapacity(GatewayError):
+    """This process runs GATEWAY_MAX_RUNS_PER_PROCESS runs (as `RateLimited` is a key over
+    its limits): 503, so a load balancer sends the client elsewhere."""
+
+    RETRY_S = 1
+    """What a refused client is told to wait: runs end and free their places all the time."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(
+            "OVERLOADED_ERROR",
+            "This gateway process is at its limit of runs in progress "
+            f"(GATEWAY_MAX_RUNS_PER_PROCESS={cap}); try again shortly",
+            {"limit": "runs_per_process", "value": cap, "retry_after_s": self.RETRY_S},
+            status=503,
+        )
+        self.headers["Retry-After"] = str(self.RETRY_S)
 
 
 def check_capacity(app: web.Application) -> None:
@@ -139,15 +153,7 @@ def check_capacity(app: web.Application) -> None:
     what one core relays on time, admitting more makes every stream late (BENCH.md)."""
     cap = app[keys.SETTINGS].gateway_max_runs_per_process
     if cap and app[keys.RUNS].live >= cap:
-        error = GatewayError(
-            "OVERLOADED_ERROR",
-            "This gateway process is at its limit of runs in progress "
-            f"(GATEWAY_MAX_RUNS_PER_PROCESS={cap}); try again shortly",
-            {"limit": "runs_per_process", "value": cap, "retry_after_s": CAPACITY_RETRY_S},
-            status=503,
-        )
-        error.headers["Retry-After"] = str(CAPACITY_RETRY_S)
-        raise error
+        raise AtCapacity(cap)
 
 
 async def add_limit_headers(request: web.Request, response: web.StreamResponse) -> None:
