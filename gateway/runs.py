@@ -302,7 +302,11 @@ def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) 
         if not first_seen and any(e["type"] in events.MODEL_EVENT_TYPES for e in batch):
             first_seen = True
             observer.first_event()
-        log_.extend(batch, push=True)
+        # From the upstream's socket callback (no task), a batch is written to the
+        # streams there and then. From the run's task, the streams' own tasks write it
+        # after this step, together with whatever else the step appends: a run's last
+        # `turn_complete` goes out with `final` and the stream's end, one write, not two.
+        log_.extend(batch, push=asyncio.current_task() is None)
         # `turn_complete` comes alone: a turn boundary, where the state is whole (tool
         # results included).
         if on_turn is not None and batch[-1]["type"] == "turn_complete":

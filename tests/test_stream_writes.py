@@ -1,6 +1,7 @@
 """A stream costs few writes: the response headers go with the run's opening events
 (`system_info` and the first `turn_start` in one batch), the terminal event with the end of
-the chunked body; a re-attach that has nothing new yet gets its headers at once."""
+the chunked body, and the last `turn_complete` with both; a re-attach that has nothing new
+yet gets its headers at once."""
 
 from __future__ import annotations
 
@@ -80,6 +81,26 @@ async def test_headers_go_with_the_opening_events_and_the_end_with_the_final(
     assert first.startswith(b"HTTP/1.1 200")
     assert b'"type":"system_info"' in first and b'"type":"turn_start"' in first
     assert b'"type":"final"' in last and last.endswith(b"\r\n0\r\n\r\n")
+
+
+async def test_the_last_turn_complete_goes_with_the_final_and_the_end(
+    fake: FakeAnthropic, fake_server: TestServer, registry: ToolRegistry,
+    aiohttp_client: AiohttpClient,
+) -> None:  # fmt: skip
+    # The run's task appends `turn_complete`, then `final`, in one step: the stream's task
+    # writes them together (it used to be pushed alone: a write and a TCP segment a run).
+    fake.add(Reply([ToolUse("sleep", {"seconds": 0.01})]), Reply([Text("Revenue grew.")]))
+    client, recorded = await _gateway(fake_server, registry, aiohttp_client)
+    response = await client.post("/api/stream", json={"query": "x"})
+    events = [event async for event in iter_events(response)]
+    completes = [e["seq"] for e in events if e["type"] == "turn_complete"]
+    assert len(completes) == 2 and events[-1]["type"] == "final"
+    last = recorded[0][-1]
+    assert last.split(b"\r\n", 1)[1].startswith(b"id: %d\n" % completes[-1])  # one chunk
+    assert b'"type":"final"' in last and last.endswith(b"\r\n0\r\n\r\n")
+    # The tool round's first `turn_complete` did not wait for the run's end.
+    first_complete = b"id: %d\n" % completes[0]
+    assert not any(first_complete in write and b'"type":"final"' in write for write in recorded[0])
 
 
 async def test_a_reattach_with_nothing_new_gets_its_headers_at_once(
