@@ -17,6 +17,7 @@ import aiohttp
 
 from bench import report
 from bench.case_cache import prompt_cache
+from bench.case_instructions import instructions
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
 from bench.case_soak import soak
@@ -30,6 +31,7 @@ from bench.run import Bench, Row, timed
 
 CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "relay": relay_cost,
+    "instructions": instructions,
     "streams": many_streams,
     "tool_input": tool_input,
     "parallel_tools": parallel_tools,
@@ -45,7 +47,9 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "--quick", action="store_true", help="fewer repetitions, no cases 7 to 9: about a minute"
+        "--quick",
+        action="store_true",
+        help="fewer repetitions, no cases 1d and 7 to 9: a few minutes",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "BENCH.md", help="report to write")
     parser.add_argument("--cases", help="comma-separated subset (default: all)")
@@ -58,7 +62,7 @@ def parse_args() -> argparse.Namespace:
 def cases(args: argparse.Namespace) -> list[str]:
     if args.cases:
         return [name.strip() for name in args.cases.split(",")]
-    slow = ("shared", "takeover", "workers")
+    slow = ("instructions", "shared", "takeover", "workers")
     return [name for name in CASES if not (args.quick and name in slow)]
 
 

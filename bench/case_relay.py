@@ -12,7 +12,8 @@ import contextlib
 from typing import Any
 
 from bench.common import median
-from bench.run import SYSTEMS, Bench, Row, settle
+from bench.procs import ROOT, source_tree
+from bench.run import FILED_REV, FILED_SYSTEM, SYSTEMS, Bench, Row, settle
 from bench.script import Scenario
 
 BURST = 20_000
@@ -38,15 +39,26 @@ async def relay_cost(bench: Bench) -> None:
         ),
         "c": (Scenario(n=1), {"streams": starts, "ramp_s": starts / 100}),
     }
-    per_event: dict[str, dict[str, list[float]]] = {r: {s: [] for s in SYSTEMS} for r in regimes}
-    rates: dict[str, list[float]] = {s: [] for s in SYSTEMS}
-    errors: dict[str, int] = dict.fromkeys(SYSTEMS, 0)
     async with contextlib.AsyncExitStack() as stack:
-        procs = {name: await stack.enter_async_context(bench.system(name)) for name in SYSTEMS}
+        # The gateway as it was when issue 16 was filed, from its own tree, when this clone
+        # has that commit: what "half of today's" is measured against.
+        filed = stack.enter_context(source_tree(FILED_REV))
+        systems = [*SYSTEMS, FILED_SYSTEM] if filed is not None else list(SYSTEMS)
+        per_event: dict[str, dict[str, list[float]]] = {
+            r: {s: [] for s in systems} for r in regimes
+        }
+        rates: dict[str, list[float]] = {s: [] for s in systems}
+        errors: dict[str, int] = dict.fromkeys(systems, 0)
+        procs = {
+            name: await stack.enter_async_context(
+                bench.system(name, root=filed if name == FILED_SYSTEM and filed else ROOT)
+            )
+            for name in systems
+        }
         for regime, (scenario, kwargs) in regimes.items():
             await settle(bench.pick(5.0, 30.0), window_s=bench.pick(1.0, 2.0))
             for rep in range(reps):
-                order = list(SYSTEMS)[rep:] + list(SYSTEMS)[:rep]  # spread any drift
+                order = systems[rep:] + systems[:rep]  # spread any drift
                 for name in order:
                     cpu, result = await bench.cpu_of(procs[name], scenario, **kwargs)
                     errors[name] += result["errors"]
@@ -61,6 +73,7 @@ async def relay_cost(bench: Bench) -> None:
         "reps": reps,
         "paced_s": paced_s,
         "starts": starts,
+        "filed_rev": FILED_REV if FILED_SYSTEM in per_event["a"] else None,
     }
     _rows(bench, per_event, paced_s)
 
@@ -123,6 +136,7 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
             Row("1c", titles["c"], median(starts["gateway"]), "us", ref, median(starts[ref]),
                 ratio=ratio)
         )  # fmt: skip
+    _filed_rows(bench, per_event, titles)
     for regime, title in titles.items():  # the event loop lever: same gateway, asyncio's loop
         values = per_event[regime]
         bench.add(
@@ -132,11 +146,32 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
         )  # fmt: skip
 
 
+def _filed_rows(
+    bench: Bench, per_event: dict[str, dict[str, list[float]]], titles: dict[str, str]
+) -> None:
+    """The gateway against its own code when issue 16 was filed: the run start's target
+    (at most half), and the per-event figures beside it."""
+    if FILED_SYSTEM not in per_event["c"]:
+        bench.add(Row("1c", titles["c"], median(per_event["c"]["gateway"]), "us",
+                      FILED_SYSTEM, float("nan"), f"<= 1/2 {FILED_SYSTEM}",
+                      note=f"not measured: commit {FILED_REV} is not in this clone"))  # fmt: skip
+        return
+    for regime in "abc":
+        ratio = _ratio(per_event[regime], "gateway", FILED_SYSTEM)
+        target = regime == "c"
+        bench.add(
+            Row(f"1{regime}", titles[regime], median(per_event[regime]["gateway"]), "us",
+                FILED_SYSTEM, median(per_event[regime][FILED_SYSTEM]),
+                f"<= 1/2 {FILED_SYSTEM}" if target else "", ratio <= 0.5 if target else None,
+                ratio=ratio)
+        )  # fmt: skip
+
+
 def relay_table(bench: Bench) -> list[list[str]]:
     """Case 1 per system: the medians behind the summary rows."""
     data = bench.details["relay"]
     rows = []
-    for name in SYSTEMS:
+    for name in data["per_event_us"]["a"]:
         a, b, c = (median(data["per_event_us"][r][name]) for r in "abc")
         rate = median(data["burst_rate"][name])
         rows.append(

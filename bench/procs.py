@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import signal
+import subprocess
 import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -49,12 +54,30 @@ class Cores:
         )
 
 
-def child_env() -> dict[str, str]:
+def child_env(root: Path = ROOT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
     for name in ("REDIS_URL", "HOST", "PORT"):
         env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     return env
+
+
+@contextlib.contextmanager
+def source_tree(rev: str) -> Iterator[Path | None]:
+    """This repository's files at `rev` in a temporary folder (`git archive`), removed on
+    exit; None when git or the commit is not here (a shallow clone)."""
+    with tempfile.TemporaryDirectory(prefix="bench-tree-") as folder:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", "--format=tar", rev],
+                capture_output=True, check=True, timeout=60,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            yield None
+            return
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+            archive.extractall(folder, filter="data")
+        yield Path(folder)
 
 
 def _log_file(name: str) -> BinaryIO:
@@ -85,21 +108,27 @@ class Proc:
         return f"http://127.0.0.1:{self.port}"
 
     @classmethod
-    async def start(cls, name: str, args: list[str], cores: frozenset[int] | None) -> Proc:
+    async def start(
+        cls, name: str, args: list[str], cores: frozenset[int] | None, root: Path = ROOT,
+        wrapper: tuple[str, ...] = (), ready_s: float = 60,
+    ) -> Proc:  # fmt: skip
+        """`python -m *args` from the source tree at `root` (another revision's, say),
+        run by `wrapper` if given (valgrind, say: it keeps the pid)."""
         with _log_file(name) as log:
             process = await asyncio.create_subprocess_exec(
+                *wrapper,
                 sys.executable,
                 "-m",
                 *args,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
-                env=child_env(),
-                cwd=ROOT,
+                env=child_env(root),
+                cwd=root,
             )
         pin(process.pid, cores)
         assert process.stdout is not None
         try:
-            line = await asyncio.wait_for(process.stdout.readline(), 60)
+            line = await asyncio.wait_for(process.stdout.readline(), ready_s)
         except TimeoutError:
             process.kill()
             raise RuntimeError(f"{name} did not start; see {LOGS / name}.log") from None

@@ -12,12 +12,13 @@ import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from bench.common import cpu_pressure_us
-from bench.procs import Cores, Proc, run_load
+from bench.procs import ROOT, Cores, Proc, run_load
 from bench.script import Scenario
 
 CAPPED_RUNS = 1_000
@@ -35,6 +36,13 @@ SYSTEMS: dict[str, list[str]] = {
     "gateway-asyncio": ["bench.serve", "--read-path", "raw", "--event-loop", "asyncio"],
     "gateway-capped": ["bench.serve", "--read-path", "raw", "--max-runs", str(CAPPED_RUNS)],
 }
+
+FILED_REV = "4775bb4"
+"""The commit issue 16 was filed against (its BENCH.md). "Half of today's" is measured
+against this code, run from its own tree beside the current one in case 1, as it was then
+(asyncio's loop): the machine's drift and the references' own changes cancel out."""
+FILED_SYSTEM = "gateway-filed"
+OTHER_TREES: dict[str, list[str]] = {FILED_SYSTEM: ["bench.serve", "--read-path", "raw"]}
 
 
 @dataclass
@@ -77,14 +85,16 @@ class Bench:
         return row
 
     @contextlib.asynccontextmanager
-    async def system(self, name: str, redis: str | None = None) -> AsyncIterator[Proc]:
+    async def system(
+        self, name: str, redis: str | None = None, root: Path = ROOT
+    ) -> AsyncIterator[Proc]:
         """A fresh system under test, pinned, warmed up with a few short runs; a gateway
-        given `redis` shares its run state there."""
-        args = [*SYSTEMS[name], "--upstream", self.upstream.url]
+        given `redis` shares its run state there; `root`: the source tree it runs from."""
+        args = [*(SYSTEMS.get(name) or OTHER_TREES[name]), "--upstream", self.upstream.url]
         if redis is not None:
             args += ["--redis", redis]
             name += "-redis"
-        proc = await Proc.start(name, args, self.cores.server)
+        proc = await Proc.start(name, args, self.cores.server, root)
         try:
             await self.load(proc, Scenario(n=200), streams=10, ramp_s=0.2)
             yield proc
