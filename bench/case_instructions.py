@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from bench.procs import ROOT, Proc, source_tree
-from bench.run import FILED_REV, FILED_SYSTEM, SYSTEMS, Bench, Row
+from bench.run import FILED_REV, FILED_SYSTEM, OTHER_TREES, SYSTEMS, Bench, Row
 from bench.script import Scenario
 
 RUNS = 100
@@ -54,7 +54,7 @@ async def _count(bench: Bench, name: str, root: Path, out: Path) -> float:
     """Instructions per run of `name` (from the tree at `root`)."""
     wrapper = ("valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}")  # fmt: skip
-    args = [*(SYSTEMS.get(name) or ["bench.serve", "--read-path", "raw"]),
+    args = [*(SYSTEMS.get(name) or OTHER_TREES[name]),
             "--upstream", bench.upstream.url]  # fmt: skip
     proc = await Proc.start(
         f"{name}-callgrind", args, bench.cores.server, root, wrapper=wrapper, ready_s=300
