@@ -8,9 +8,7 @@ import time
 from collections.abc import AsyncIterator
 
 from aiohttp import web
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Tracer, TracerProvider
 
 from gateway import __version__, access, keys, openapi
 from gateway.auth import authenticate
@@ -27,6 +25,7 @@ from gateway.run import Run, RunRequest
 from gateway.runs import RunFactory, RunManager
 from gateway.sessions import MemorySessions, SessionStore
 from gateway.settings import Settings
+from gateway.telemetry import UnrecordedTracerProvider
 from gateway.toolset import ToolsetLike
 from gateway.upstreams import Upstreams, open_upstreams
 
@@ -47,7 +46,7 @@ def create_app(
     app[keys.METRICS].build_info.labels(__version__, settings.model, settings.upstream_kind).set(1)
     # Without an injected provider nothing exports: spans keep their ids (for trace_id in
     # the events) but are not recorded.
-    provider = tracer_provider or TracerProvider(sampler=ALWAYS_OFF)
+    provider = tracer_provider or UnrecordedTracerProvider()
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.STARTED_AT] = time.monotonic()
     access.install(app)  # before the runs' context: it closes after every run has ended

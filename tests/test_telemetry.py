@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from aiohttp import web
+from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -13,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from pytest_aiohttp import AiohttpServer
 
-from gateway.telemetry import configure_tracing
+from gateway.telemetry import UnrecordedTracer, UnrecordedTracerProvider, configure_tracing
 from tests.conftest import stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 
@@ -130,6 +132,7 @@ async def test_otlp_http_export_reaches_a_receiver(
         "OTEL_SERVICE_NAME": "gateway-under-test",
     }
     provider = configure_tracing(environ)
+    assert isinstance(provider, TracerProvider)
     client = await make_gateway(tracer_provider=provider)
     fake.add(Reply([ToolUse("echo", {"text": "a"})]), Reply([Text("ok")]))
     events = await stream(client, query="x")
@@ -147,6 +150,37 @@ async def test_otlp_http_export_reaches_a_receiver(
                     trace_ids.add(span.trace_id.hex())
     assert {"invoke_agent research-gateway", "chat claude-test-model", "execute_tool echo"} <= names
     assert services == {"gateway-under-test"} and events[-1]["trace_id"] in trace_ids
+
+
+async def test_with_nowhere_to_export_spans_keep_their_ids_only(
+    make_gateway: Any, fake: FakeAnthropic
+) -> None:
+    provider = configure_tracing({})
+    assert isinstance(provider, UnrecordedTracerProvider)
+    client = await make_gateway(tracer_provider=provider)
+    fake.add(Reply([Text("a")]), Reply([Text("b")]))
+    response = await client.post(
+        "/api/stream", json={"query": "x"}, headers={"traceparent": TRACEPARENT}
+    )
+    continued = [e async for e in _events(response)]
+    assert continued[0]["trace_id"] == TRACE_ID == continued[-1]["trace_id"]
+    fresh = (await stream(client, query="y"))[-1]["trace_id"]
+    assert re.fullmatch("[0-9a-f]{32}", fresh) and fresh != TRACE_ID
+    # A sampler asked for by name: the SDK's spans, for a processor added later.
+    assert isinstance(configure_tracing({"OTEL_TRACES_SAMPLER": "always_on"}), TracerProvider)
+
+
+def test_an_unrecorded_span_is_a_child_with_an_id_of_its_own() -> None:
+    tracer = UnrecordedTracer()
+    with tracer.start_as_current_span("root") as root:
+        child = tracer.start_span("child")
+    parent, own = root.get_span_context(), child.get_span_context()
+    assert parent.is_valid and own.is_valid and not child.is_recording()
+    assert own.trace_id == parent.trace_id and own.span_id != parent.span_id
+    assert not own.trace_flags.sampled and not own.is_remote
+    assert trace.get_current_span() is trace.INVALID_SPAN  # detached on leaving
+    other = tracer.start_span("another root").get_span_context()
+    assert other.trace_id != parent.trace_id
 
 
 async def _events(response: Any) -> Any:
