@@ -1,9 +1,11 @@
 """A lean fake Anthropic Messages API: a raw asyncio HTTP/1.1 server on loopback.
 
 `POST /v1/messages` answers with the Messages SSE sequence of the scenario in the query
-(`bench.script`), chunked, keep-alive, as the real API does. Burst scenarios are one
-write; paced ones write each text delta at its own time (one `call_at` per event) with its
-send time (`time.monotonic_ns()`, a clock every process on the machine shares) as the text.
+(`bench.script`), chunked, keep-alive, as the real API does. A burst's events are one
+write, after the headers' own write (a client quick to read the headers may wait for the
+body: one more wake-up a run, bench/notes.md, eighth round); paced ones write each text
+delta at its own time (one `call_at` per event) with its send time (`time.monotonic_ns()`,
+a clock every process on the machine shares) as the text.
 `GET /stats` reports what was sent and this process's CPU, so the upstream can be shown
 not to be the bottleneck.
 """
