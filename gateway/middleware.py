@@ -71,7 +71,7 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
             span.set_attribute("http.response.status_code", status)
             elapsed_ms = (time.perf_counter() - started) * 1000
             metrics = request.app[keys.METRICS]
-            metrics.child(metrics.request_duration_ms, request.method, route, str(status)).observe(
+            metrics.request_duration_ms.labels(request.method, route, str(status)).observe(
                 elapsed_ms
             )
 

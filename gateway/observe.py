@@ -50,13 +50,13 @@ class CallSpan:
 
     def _retried(self, failure: UpstreamFailure, upstream: str) -> None:
         self.retries += 1
-        self._metrics.child(self._metrics.upstream_retries, failure.code, upstream).inc()
+        self._metrics.upstream_retries.labels(failure.code, upstream).inc()
         self.span.add_event("retry", {"error.type": failure.code, "upstream": upstream})
 
     def _failed(self, failure: UpstreamFailure, upstream: str, fallback: bool) -> None:
         self._observer.upstream_result(upstream, failure.code)
         if fallback:
-            self._metrics.child(self._metrics.upstream_fallbacks, upstream, failure.code).inc()
+            self._metrics.upstream_fallbacks.labels(upstream, failure.code).inc()
         self.span.add_event("upstream_failed", {"error.type": failure.code, "upstream": upstream})
 
     def finish(self) -> Turn:
@@ -152,8 +152,8 @@ class RunObserver:
         self._context = trace.set_span_in_context(self.span)
         context = self.span.get_span_context()
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
-        metrics.child(metrics.active_streams, endpoint).inc()
-        metrics.child(metrics.runs_started, endpoint).inc()
+        metrics.active_streams.labels(endpoint).inc()
+        metrics.runs_started.labels(endpoint).inc()
         if audit is not None:
             audit.run_start(endpoint, model)
 
@@ -212,11 +212,11 @@ class RunObserver:
         if result in ("tool_failure", "exception"):
             result = "error"
         m = self.metrics
-        m.child(m.tool_invocations, label, status).inc()
-        m.child(m.loop_tool_invocations, label, result or "error").inc()
+        m.tool_invocations.labels(label, status).inc()
+        m.loop_tool_invocations.labels(label, result or "error").inc()
         if outcome.error_type != "not_run":
-            m.child(m.tool_duration_ms, label).observe(outcome.duration_ms)
-            m.child(m.tool_duration_s, label).observe(outcome.duration_ms / 1000)
+            m.tool_duration_ms.labels(label).observe(outcome.duration_ms)
+            m.tool_duration_s.labels(label).observe(outcome.duration_ms / 1000)
         if self.audit is not None:
             self.audit.tool_call(
                 name, tool_input, result_bytes=len(outcome.content.encode()),
@@ -248,11 +248,11 @@ class RunObserver:
 
     def count_tokens(self, model: str, upstream: str, usage: dict[str, int]) -> None:
         m = self.metrics
-        m.child(m.tokens_input, model, upstream).inc(usage.get("input_tokens", 0))
-        m.child(m.tokens_output, model, upstream).inc(usage.get("output_tokens", 0))
-        m.child(m.cache_read_tokens, model, upstream).inc(usage.get("cache_read_input_tokens", 0))
+        m.tokens_input.labels(model, upstream).inc(usage.get("input_tokens", 0))
+        m.tokens_output.labels(model, upstream).inc(usage.get("output_tokens", 0))
+        m.cache_read_tokens.labels(model, upstream).inc(usage.get("cache_read_input_tokens", 0))
         created = usage.get("cache_creation_input_tokens", 0)
-        m.child(m.cache_creation_tokens, model, upstream).inc(created)
+        m.cache_creation_tokens.labels(model, upstream).inc(created)
 
     def upstream_result(self, upstream: str, code: str | None) -> None:
         """A model call answered on `upstream` (None) or failed there after its retries."""
@@ -263,23 +263,23 @@ class RunObserver:
         if not self._first_event_seen:
             self._first_event_seen = True
             elapsed = time.monotonic() - self.started
-            self.metrics.child(self.metrics.time_to_first_event_s, self.endpoint).observe(elapsed)
+            self.metrics.time_to_first_event_s.labels(self.endpoint).observe(elapsed)
 
     def finished(self, outcome: str, turns: int, usage: dict[str, int], failed: bool) -> float:
         """Record the run's end (`outcome` is an outcome or an error code); returns ms."""
         elapsed = time.monotonic() - self.started
         m = self.metrics
-        m.child(m.active_streams, self.endpoint).dec()
-        m.child(m.runs, self.endpoint, outcome).inc()
-        m.child(m.run_duration_s, self.endpoint).observe(elapsed)
-        m.child(m.stream_duration_ms, self.model).observe(elapsed * 1000)
+        m.active_streams.labels(self.endpoint).dec()
+        m.runs.labels(self.endpoint, outcome).inc()
+        m.run_duration_s.labels(self.endpoint).observe(elapsed)
+        m.stream_duration_ms.labels(self.model).observe(elapsed * 1000)
         m.stream_turns.observe(turns)
         self.span.set_attribute("gateway.outcome", outcome)
         self.span.set_attribute("gateway.turns", turns)
         if failed:
             if outcome in UPSTREAM_CODES:
-                m.child(m.upstream_errors, outcome, self.upstream).inc()
-            m.child(m.errors, outcome, ROUTE_BY_ENDPOINT.get(self.endpoint, self.endpoint)).inc()
+                m.upstream_errors.labels(outcome, self.upstream).inc()
+            m.errors.labels(outcome, ROUTE_BY_ENDPOINT.get(self.endpoint, self.endpoint)).inc()
             self.span.set_status(Status(StatusCode.ERROR, outcome))
             self.span.set_attribute("error.type", outcome)
         self.span.end()
