@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import logging
 from typing import Any
 
 from bench import probe
@@ -46,8 +45,9 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # as `python -m gateway` does
+    from gateway.__main__ import configure_logging
+
+    configure_logging()  # as `python -m gateway` does
 
     import gateway.upstreams
     from gateway import serving
