@@ -95,8 +95,8 @@ class Instrument(Generic[S]):
     closed sets). Unlabelled metrics have their one series from the start, as
     prometheus_client's do, so they export 0 before anything happens."""
 
-    def __init__(self, kind: str, name: str, doc: str, labels: Sequence[str] = ()) -> None:
-        self.kind, self.name, self.doc, self.labelnames = kind, name, doc, tuple(labels)
+    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
+        self.name, self.doc, self.labelnames = name, doc, tuple(labels)
         self.series: dict[tuple[str, ...], S] = {}
         if not self.labelnames:
             self.labels()
@@ -117,9 +117,6 @@ class Instrument(Generic[S]):
 
 
 class Counter(Instrument[Total]):
-    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
-        super().__init__("counter", name, doc, labels)
-
     def _new(self) -> Total:
         return Total()
 
@@ -134,9 +131,6 @@ class Counter(Instrument[Total]):
 
 
 class Gauge(Instrument[Value]):
-    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
-        super().__init__("gauge", name, doc, labels)
-
     def _new(self) -> Value:
         return Value()
 
@@ -158,7 +152,7 @@ class Histogram(Instrument[Spread]):
         self, name: str, doc: str, labels: Sequence[str] = (), *, buckets: Sequence[float]
     ) -> None:
         self.bounds = (*map(float, buckets), float("inf"))
-        super().__init__("histogram", name, doc, labels)
+        super().__init__(name, doc, labels)
 
     def _new(self) -> Spread:
         return Spread(self.bounds)
