@@ -1,17 +1,37 @@
 """Reading XBRL company facts: key metrics across concept renames, and one concept's history.
 
 A fact is one reported value: `{start?, end, val, accn, fy, fp, form, filed, frame?}`. The
-same period is reported again in later filings (comparatives, restatements); the latest
-filing wins. `fy`/`fp` describe the filing, not the period, so periods are classified by
-length instead: about a year is annual, about 91 days quarterly, no start an instant.
+same period is reported again in later filings (comparatives, amendments, restatements).
+Which filing's value a period gets, the rule the tools state:
+
+- only periodic reports count while there is one (10-K, 10-Q, 20-F, 40-F, 10-KT, 10-QT and
+  their amendments); an 8-K, a proxy or a prospectus repeating a figure never beats them;
+- the value as last reported wins (restated values win; ties on the filing date go to the
+  later accession number), or, `as_reported`, the value as first reported;
+- a period is its dates: `fy`/`fp` describe the filing, not the period, so periods are
+  classified by length: 350-380 days a full year, 80-100 days a quarter, any other span
+  year-to-date (never a year's or a quarter's value), no start an instant;
+- every value names its filing (form, accession, filed) and, where a later filing changed
+  it, both the original and the filing that changed it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["KEY_METRICS", "find_concept", "metric_concept", "series", "summarize"]
+__all__ = [
+    "KEY_METRICS",
+    "PERIODIC_FORMS",
+    "find_concept",
+    "is_periodic",
+    "metric_concept",
+    "period_kind",
+    "reported",
+    "series",
+    "summarize",
+]
 
 # Companies switch concepts over time (Apple: SalesRevenueNet until 2018, then
 # RevenueFromContractWithCustomerExcludingAssessedTax); the most recently reported wins.
@@ -59,54 +79,95 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _TAXONOMY_ORDER = ("us-gaap", "dei", "ifrs-full", "srt")
 
 
+PERIODIC_FORMS = frozenset({"10-K", "10-Q", "20-F", "40-F", "10-KT", "10-QT"})
+
+
+def is_periodic(form: str | None) -> bool:
+    """A periodic report or its amendment ("10-K/A"): the filings a value may come from."""
+    return (form or "").removesuffix("/A") in PERIODIC_FORMS
+
+
 def _days(fact: dict[str, Any]) -> int | None:
     if "start" not in fact:
         return None
     return (dt.date.fromisoformat(fact["end"]) - dt.date.fromisoformat(fact["start"])).days
 
 
-def period_kind(fact: dict[str, Any]) -> str | None:
+def period_kind(fact: dict[str, Any]) -> str:
+    """instant, annual (a full year), quarterly or year_to_date (any other span)."""
     days = _days(fact)
     if days is None:
         return "instant"
-    if 340 <= days <= 380:
+    if 350 <= days <= 380:
         return "annual"
     if 80 <= days <= 100:
         return "quarterly"
-    return None  # year-to-date and other spans
+    return "year_to_date"
+
+
+def filing(fact: dict[str, Any]) -> dict[str, Any]:
+    """The value and the filing it was reported in."""
+    return {
+        "value": fact["val"],
+        "form": fact.get("form"),
+        "accession_number": fact.get("accn"),
+        "filed": fact.get("filed"),
+    }
+
+
+def history(facts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One period's reports that count, oldest filing first: the periodic ones, or all
+    of them when no periodic report has the period."""
+    facts = list(facts)
+    periodic = [f for f in facts if is_periodic(f.get("form"))]
+    return sorted(periodic or facts, key=lambda f: (f.get("filed", ""), f.get("accn", "")))
+
+
+def restatement(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the original report, the one that changed it to the last value) when they differ."""
+    last = reports[-1]["val"]
+    if reports[0]["val"] == last:
+        return None
+    changed = max(i for i, f in enumerate(reports) if f["val"] != last) + 1
+    return reports[0], reports[changed]
+
+
+def reported(facts: Iterable[dict[str, Any]], *, as_reported: bool = False) -> dict[str, Any]:
+    """One period's value by the rule: the last periodic report's (or, as_reported, the
+    first's), naming its filing and, when restated, the original and the restating one."""
+    reports = history(facts)
+    row = _row(reports[0] if as_reported else reports[-1])
+    change = restatement(reports)
+    if change:
+        row["originally_reported"] = filing(change[0])
+        row["restated_in"] = filing(change[1])
+    return row
 
 
 def _row(fact: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {k: fact[k] for k in ("start", "end") if k in fact}
-    row.update(value=fact["val"], form=fact.get("form"), filed=fact.get("filed"))
-    row.update(accession_number=fact.get("accn"))
+    row.update(filing(fact))
     if fact.get("frame"):
         row["frame"] = fact["frame"]
     return row
 
 
-_PERIODIC_FORMS = ("10-K", "10-Q", "20-F", "40-F", "10-KT", "10-QT")
-
-
-def _rank(fact: dict[str, Any]) -> tuple[bool, str, str]:
-    periodic = str(fact.get("form", "")).split("/")[0] in _PERIODIC_FORMS
-    return periodic, fact.get("filed", ""), fact.get("accn", "")
-
-
-def series(facts: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    """One value per period of this kind, newest period first; a periodic report (10-K,
-    10-Q, ...) wins over other forms that repeat the value (a proxy, an 8-K), then the
-    latest filing wins."""
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+def periods(facts: Iterable[dict[str, Any]], kind: str) -> dict[tuple[str, str], list[Any]]:
+    """The facts of one kind of period, by period (start, end)."""
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for fact in facts:
-        if period_kind(fact) != kind:
-            continue
-        key = (fact.get("start", ""), fact["end"])
-        known = latest.get(key)
-        if known is None or _rank(fact) >= _rank(known):
-            latest[key] = fact
-    ordered = sorted(latest.values(), key=lambda f: (f["end"], f.get("start", "")), reverse=True)
-    return [_row(f) for f in ordered]
+        if period_kind(fact) == kind:
+            found.setdefault((fact.get("start", ""), fact["end"]), []).append(fact)
+    return found
+
+
+def series(
+    facts: list[dict[str, Any]], kind: str, *, as_reported: bool = False
+) -> list[dict[str, Any]]:
+    """One value per period of this kind by the rule, newest period first."""
+    by_period = periods(facts, kind)
+    newest = sorted(by_period, key=lambda p: (p[1], p[0]), reverse=True)
+    return [reported(by_period[p], as_reported=as_reported) for p in newest]
 
 
 def _lookup(facts: dict[str, Any], qualified: str) -> dict[str, Any] | None:
@@ -134,27 +195,30 @@ def metric_concept(facts: dict[str, Any], metric: str) -> str | None:
     return current[0] if current else None
 
 
-def _metric(facts: dict[str, Any], candidates: tuple[str, ...]) -> dict[str, Any] | None:
+def _metric(
+    facts: dict[str, Any], candidates: tuple[str, ...], as_reported: bool
+) -> dict[str, Any] | None:
     current = _current(facts, candidates)
     if current is None:
         return None
     name, concept = current
     unit, unit_facts = max(concept["units"].items(), key=lambda u: len(u[1]))
     out: dict[str, Any] = {"concept": name, "label": concept.get("label"), "unit": unit}
-    instants = series(unit_facts, "instant")
+    instants = series(unit_facts, "instant", as_reported=as_reported)
     if instants:
         out["latest"] = instants[:2]
     else:
-        out["annual"] = series(unit_facts, "annual")[:2]
-        out["latest_quarter"] = next(iter(series(unit_facts, "quarterly")), None)
+        out["annual"] = series(unit_facts, "annual", as_reported=as_reported)[:2]
+        quarters = series(unit_facts, "quarterly", as_reported=as_reported)
+        out["latest_quarter"] = next(iter(quarters), None)
     return out
 
 
-def summarize(facts: dict[str, Any]) -> dict[str, Any]:
+def summarize(facts: dict[str, Any], *, as_reported: bool = False) -> dict[str, Any]:
     """Key metrics with their latest values (two most recent annual values, latest quarter)."""
     metrics = {}
     for metric, candidates in KEY_METRICS:
-        found = _metric(facts, candidates)
+        found = _metric(facts, candidates, as_reported)
         if found:
             metrics[metric] = found
     return metrics

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from tools.sec.frames import company_frame_row
 from tools.sec.source import PUBLIC_BASE, SecHost, SecNotFound, public_url
 from tools.sec.submission import split_submission
 
@@ -127,12 +128,20 @@ def _facts_path(cik: int) -> str:
 def frame_from_facts(
     facts: dict[str, Any], concept_facts: dict[str, Any], unit: str, period: str
 ) -> list[dict[str, Any]]:
-    """The frame rows one company contributes: its facts whose `frame` is the period."""
-    unit_key = unit.replace("-per-", "/")
-    rows = []
-    for fact in concept_facts.get("units", {}).get(unit_key, []):
-        if fact.get("frame") == period:
-            row = {"accn": fact["accn"], "cik": facts["cik"], "entityName": facts["entityName"]}
-            row.update({k: fact[k] for k in ("start", "end", "val") if k in fact})
-            rows.append(row)
-    return rows
+    """The frame row one company contributes, in EDGAR's shape, chosen by the facts rule
+    (see tools.sec.frames), plus the filing's form and date and any restatement."""
+    unit_facts = concept_facts.get("units", {}).get(unit.replace("-per-", "/"), [])
+    found = company_frame_row(unit_facts, period)
+    if found is None:
+        return []
+    row = {
+        "accn": found["accession_number"],
+        "cik": facts["cik"],
+        "entityName": facts["entityName"],
+    }
+    row.update({k: found[k] for k in ("start", "end") if k in found}, val=found["value"])
+    row.update({k: found[k] for k in _FILING_EXTRAS if k in found})
+    return [row]
+
+
+_FILING_EXTRAS = ("form", "filed", "originally_reported", "restated_in")

@@ -32,12 +32,21 @@ class CompanyFactsInput(ToolInput):
     limit: int = Field(default=12, ge=1, le=80)
     """With concept: how many periods of each series (annual, quarterly) to return."""
 
+    as_reported: bool = False
+    """True for each period's value as first reported instead of as last reported (the
+    default, which takes restatements)."""
+
 
 class GetCompanyFacts(Tool[CompanyFactsInput]):
     """A company's XBRL financial data as reported to the SEC. Without concept: key metrics
     with their latest annual and quarterly values (or latest balance-sheet values), units
     and periods, whichever revenue concept the company uses. With concept: that concept's
-    history, annual and quarterly, one value per period (the latest filing wins)."""
+    history, annual and quarterly, one value per period. Which filing's value: the last
+    10-K, 10-Q (20-F, 40-F) or amendment reporting the period (restated values win;
+    as_reported=true for the original); an 8-K or proxy never beats them. Annual values
+    are full-year periods only, never a quarter or year-to-date. Each value names its
+    filing (form, accession_number, filed); a restated one also has originally_reported
+    and restated_in (value, form, accession_number, filed): say "as restated in ..."."""
 
     name = "get_sec_company_facts"
     input_model = CompanyFactsInput
@@ -51,11 +60,12 @@ class GetCompanyFacts(Tool[CompanyFactsInput]):
             "company": {"name": facts.get("entityName") or company.name, "cik": company.cik},
         }
         if args.concept is None:
-            result["metrics"] = summarize(facts)
+            result["metrics"] = summarize(facts, as_reported=args.as_reported)
             result["note"] = (
                 "Values are as reported (USD not scaled). Periods: start/end dates; 'frame' is "
                 "SEC's calendar period. Pass concept= for one concept's full history."
             )
+            result["rule"] = _rule(args.as_reported)
             return dump(result)
         found = find_concept(facts, metric_concept(facts, args.concept) or args.concept)
         if isinstance(found, list):
@@ -64,13 +74,24 @@ class GetCompanyFacts(Tool[CompanyFactsInput]):
         name, data = found
         result.update(concept=name, label=data.get("label"))
         result["description"] = (data.get("description") or "")[:400] or None
-        result["units"] = {u: _history(rows, args.limit) for u, rows in data["units"].items()}
+        result["units"] = {
+            u: _history(rows, args.limit, args.as_reported) for u, rows in data["units"].items()
+        }
+        result["rule"] = _rule(args.as_reported)
         return dump(result)
 
 
-def _history(unit_facts: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+def _rule(as_reported: bool) -> str:
+    which = "first reported" if as_reported else "last reported (restatements win)"
+    return (
+        f"Each period's value as {which} in a 10-K, 10-Q or amendment; other forms only "
+        "where no periodic report has the period."
+    )
+
+
+def _history(unit_facts: list[dict[str, Any]], limit: int, as_reported: bool) -> dict[str, Any]:
     kinds = ("instant",) if all("start" not in f for f in unit_facts) else ("annual", "quarterly")
-    return {kind: series(unit_facts, kind)[:limit] for kind in kinds}
+    return {kind: series(unit_facts, kind, as_reported=as_reported)[:limit] for kind in kinds}
 
 
 class FramesInput(ToolInput):
@@ -94,7 +115,12 @@ class FramesInput(ToolInput):
 class GetXbrlFrames(Tool[FramesInput]):
     """Compare companies on one XBRL concept for one calendar period (SEC frames API): every
     company's value of, say, Revenues for CY2023, largest first. Durations use CY2023 or
-    CY2023Q1; balance-sheet instants use CY2023Q4I."""
+    CY2023Q1; balance-sheet instants use CY2023Q4I. A company's value is its full-year
+    (or quarter) period closest to the calendar one (a fiscal year ending in September
+    counts for that year), as last reported, so restated values win; each row names its
+    accession_number (and, where known, form and filed; originally_reported/restated_in
+    when restated). For a company's filings and original values use
+    get_sec_company_facts."""
 
     name = "get_sec_xbrl_frames"
     input_model = FramesInput
@@ -133,6 +159,10 @@ def _frame_row(row: dict[str, Any]) -> dict[str, Any]:
     out = {"entity": row.get("entityName"), "cik": row.get("cik"), "value": row.get("val")}
     out.update({k: row[k] for k in ("start", "end") if k in row})
     out["accession_number"] = row.get("accn")
+    # The offline derivation names the filing; EDGAR's frames give its accession only.
+    out.update(
+        {k: row[k] for k in ("form", "filed", "originally_reported", "restated_in") if k in row}
+    )
     return out
 
 
