@@ -19,6 +19,7 @@ from gateway.keyring import load_keyring
 from gateway.limits import Counters, Gate, Limits, MemoryCounters
 from gateway.limits_redis import RedisCounters
 from gateway.loop import LoopConfig
+from gateway.metrics import Metrics
 from gateway.ownership import record_owner
 from gateway.run import Run, RunRequest
 from gateway.settings import Settings
@@ -56,7 +57,7 @@ async def _limits_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _audit_ctx(app: web.Application) -> AsyncIterator[None]:
-    audit = _audit_log(app[keys.SETTINGS])
+    audit = _audit_log(app[keys.SETTINGS], app[keys.METRICS])
     if audit is None:
         yield
         return
@@ -69,15 +70,19 @@ async def _audit_ctx(app: web.Application) -> AsyncIterator[None]:
             await audit.close()
 
 
-def _audit_log(settings: Settings) -> AuditLog | None:
+def _audit_log(settings: Settings, metrics: Metrics) -> AuditLog | None:
     if not settings.gateway_audit_log:
         return None
+    key = settings.gateway_audit_hash_key
     return AuditLog(
         settings.gateway_audit_log,
+        hash_key=key.encode() if key else None,
         content=settings.gateway_audit_content,
         redis_url=settings.redis_url,
         stream_key=f"{settings.redis_key_prefix}audit",
         maxlen=settings.gateway_audit_stream_maxlen,
+        queue_max=settings.gateway_audit_queue_max,
+        dropped=metrics.audit_dropped,
     )
 
 

@@ -272,6 +272,9 @@ class Metrics:
             "gateway_rate_limited_total", "Run starts refused with 429, by key name and limit.",
             ["key", "limit"],
         )  # fmt: skip
+        self.audit_dropped = Counter(
+            "gateway_audit_dropped_total", "Audit lines dropped: the audit queue was full."
+        )
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(self)  # a collector: `collect()` at every scrape
 

@@ -132,9 +132,14 @@ class Settings(BaseSettings):
     gateway_audit_log: str | None = None
     """A path, or `-` for stdout: one JSON line per run start, tool call and run end."""
     gateway_audit_content: bool = False
-    """Write tool inputs in the audit log (otherwise their SHA-256 and size)."""
+    """Write tool inputs in the audit log (otherwise their keyed hash and size)."""
     gateway_audit_stream_maxlen: int = Field(100_000, ge=100)
     """With REDIS_URL: the audit stream keeps about this many lines."""
+    gateway_audit_hash_key: str | None = Field(None, min_length=32)
+    """The HMAC-SHA256 key of the audit log's tool input hashes (32 characters or more).
+    Unset: a random key per process, so hashes compare only within one process's life."""
+    gateway_audit_queue_max: int = Field(50_000, ge=1)
+    """Audit lines waiting for the writer at most; past it new lines are dropped (counted)."""
 
     @field_validator(
         "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams",
