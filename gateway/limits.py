@@ -6,10 +6,12 @@ tokens per UTC day. Over a limit the start is refused with 429 `RATE_LIMIT_ERROR
     MemoryCounters  one process (limits.py)
     RedisCounters   every replica sharing REDIS_URL (limits_redis.py): one script call
 
-The minute is a fixed window that opens at a key's first start (Kong's and LiteLLM's
-per-minute limits are fixed windows too). A run's concurrency slot is released and its
-tokens charged when its task ends, whatever ended it; tokens are charged at the end, so a
-run that starts under the budget finishes even if it crosses it.
+The minute is a sliding window: the start times of the last 60 s are kept (a key's log
+holds at most its limit), so no 60 s span ever holds more than the limit; a fixed window
+lets twice the limit through around its edge (a burst at second 59, another at 61). A
+refused start is told when the oldest start leaves the window. A run's concurrency slot is
+released and its tokens charged when its task ends, whatever ended it; tokens are charged
+at the end, so a run that starts under the budget finishes even if it crosses it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import asyncio
 import logging
 import math
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from secrets import token_hex
@@ -54,7 +58,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Window:
-    """A key's per-minute window once a start was counted in it."""
+    """A key's per-minute window once a start was counted in it: the starts in it, and how
+    soon the oldest of them leaves it."""
 
     used: int
     reset_s: float
@@ -107,33 +112,37 @@ def seconds_to_midnight(now: float) -> float:
 
 
 class MemoryCounters:
-    """The counters of one process."""
+    """The counters of one process; `clock` (seconds, as `time.time`) is there for tests."""
 
-    def __init__(self) -> None:
-        self._windows: dict[str, tuple[float, int]] = {}  # name: (window start, starts)
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._starts: dict[str, deque[float]] = {}  # name: its starts in the last minute
         self._slots: dict[str, set[str]] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # name: (UTC day, tokens)
 
     async def take(self, name: str, ticket: str, limits: Limits) -> Refusal | Window:
-        now = time.time()
+        now = self._clock()
         day, used = self._tokens.get(name, ("", 0))
         if limits.daily_tokens and day == utc_day(now) and used >= limits.daily_tokens:
             return Refusal("daily_tokens", seconds_to_midnight(now))
         slots = self._slots.setdefault(name, set())
         if limits.concurrent and len(slots) >= limits.concurrent:
             return Refusal("concurrent", CONCURRENT_RETRY_S)
-        start, count = self._windows.get(name, (now, 0))
-        if now - start >= WINDOW_S:
-            start, count = now, 0
-        if limits.per_minute and count >= limits.per_minute:
-            return Refusal("per_minute", start + WINDOW_S - now)
-        self._windows[name] = (start, count + 1)
+        window = Window(0, WINDOW_S)
+        if limits.per_minute:
+            starts = self._starts.setdefault(name, deque())
+            while starts and starts[0] <= now - WINDOW_S:
+                starts.popleft()
+            if len(starts) >= limits.per_minute:
+                return Refusal("per_minute", starts[0] + WINDOW_S - now)
+            starts.append(now)
+            window = Window(len(starts), starts[0] + WINDOW_S - now)
         slots.add(ticket)
-        return Window(count + 1, start + WINDOW_S - now)
+        return window
 
     async def settle(self, name: str, ticket: str, tokens: int) -> None:
         self._slots.get(name, set()).discard(ticket)
-        today = utc_day(time.time())
+        today = utc_day(self._clock())
         day, used = self._tokens.get(name, (today, 0))
         self._tokens[name] = (today, (used if day == today else 0) + tokens)
 

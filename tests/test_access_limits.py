@@ -4,8 +4,9 @@ between two gateway apps, as replicas do."""
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -14,7 +15,16 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
 from gateway import keys
-from gateway.limits import Limits, seconds_to_midnight
+from gateway.limits import (
+    Counters,
+    Gate,
+    Limits,
+    MemoryCounters,
+    RateLimited,
+    Refusal,
+    Window,
+    seconds_to_midnight,
+)
 from gateway.limits_redis import RedisCounters
 from gateway.metrics import Metrics
 from gateway.run import RunRequest
@@ -186,3 +196,88 @@ async def test_a_run_cancelled_before_its_task_ran_ends_and_frees_its_place(
     final = orjson.loads(run.log.since(0)[-1].split(b"data: ", 1)[1])
     assert (final["type"], final["outcome"]) == ("final", "client_disconnected")
     assert runs.live == 0
+
+
+class Clock:
+    """A wall clock that moves only when a test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+T0 = 1_800_000_000.0  # a minute's first second, for readable offsets
+
+
+@pytest.fixture(params=["memory", "redis"])
+def clocked(request: pytest.FixtureRequest) -> Iterator[tuple[Counters, Clock]]:
+    """Counters in memory or in the real Redis, reading time from a clock the test moves."""
+    clock = Clock(T0)
+    if request.param == "memory":
+        yield MemoryCounters(clock), clock
+        return
+    prefix = request.getfixturevalue("redis_prefix")
+    yield RedisCounters(REDIS_URL, prefix, clock=clock), clock
+
+
+async def test_no_minute_holds_more_than_the_limit_around_its_edge(
+    clocked: tuple[Counters, Clock], metrics: Metrics
+) -> None:
+    """A fixed window lets 3 starts through at second 59 and 3 more at 61; a sliding one
+    refuses the second burst, and says when the first one's oldest start leaves."""
+    counters, clock = clocked
+    gate = Gate(Limits(per_minute=3), counters, metrics)
+    try:
+        clock.now = T0 + 59
+        admitted = [await gate.admit("alice") for _ in range(3)]
+        assert [a.headers["RateLimit-Remaining"] for a in admitted] == ["2", "1", "0"]
+        assert {a.headers["RateLimit-Reset"] for a in admitted} == {"60"}
+        clock.now = T0 + 61
+        with pytest.raises(RateLimited) as refused:
+            await gate.admit("alice")
+        assert refused.value.headers["Retry-After"] == "58"  # 59 + 60 - 61
+        assert refused.value.headers["RateLimit-Reset"] == "58"
+        clock.now = T0 + 118.999
+        verdict = await counters.take("alice", "t-late", gate.limits)
+        assert isinstance(verdict, Refusal) and abs(verdict.retry_after_s - 0.001) < 1e-6
+        clock.now = T0 + 119  # the burst at 59 has left the window
+        assert [(await gate.admit("alice")).headers["RateLimit-Remaining"] for _ in range(3)] == [
+            "2", "1", "0"
+        ]  # fmt: skip
+        with pytest.raises(RateLimited):
+            await gate.admit("alice")
+        assert (await gate.admit("bob")).headers["RateLimit-Remaining"] == "2"
+    finally:
+        await counters.close()
+
+
+async def test_the_window_slides_exactly(clocked: tuple[Counters, Clock]) -> None:
+    """Bursts at random times over five minutes: each start is let through exactly when
+    fewer than the limit started in the 60 s before it (a log of every admitted start is
+    the oracle), a refusal's wait is when the oldest of them leaves, and no 60 s span of
+    admitted starts holds more than the limit."""
+    counters, clock = clocked
+    limit, window_ms, rng = 5, 60_000, random.Random(7)
+    bursts = sorted(rng.randrange(300_000) for _ in range(60))
+    times = sorted(b + rng.randrange(2_000) for b in bursts for _ in range(rng.randint(1, 6)))
+    admitted: list[int] = []
+    try:
+        for n, at in enumerate(times):
+            clock.now = T0 + at / 1000
+            verdict = await counters.take("alice", f"t{n}", Limits(per_minute=limit))
+            recent = [t for t in admitted if t > at - window_ms]
+            leaves_s = (min(recent, default=at) + window_ms - at) / 1000
+            if len(recent) < limit:
+                assert isinstance(verdict, Window), (at, recent)
+                assert verdict.used == len(recent) + 1
+                assert abs(verdict.reset_s - leaves_s) < 1e-6
+                admitted.append(at)
+            else:
+                assert isinstance(verdict, Refusal) and verdict.limit == "per_minute"
+                assert abs(verdict.retry_after_s - leaves_s) < 1e-6
+    finally:
+        await counters.close()
+    assert len(admitted) < len(times)  # the schedule did press on the limit
+    assert max(sum(t <= u < t + window_ms for u in admitted) for t in admitted) == limit
