@@ -66,6 +66,41 @@ async def test_latest_filing_wins_for_restated_periods(toolset: Toolset) -> None
     fy2008 = next(r for r in result["units"]["USD"]["annual"] if r["end"] == "2008-09-27")
     # First filed as 4,834 M in 2009, restated to 6,119 M; the latest filing (2010-10-27) wins.
     assert (fy2008["value"], fy2008["filed"]) == (6119000000, "2010-10-27")
+    assert (fy2008["form"], fy2008["accession_number"]) == ("10-K", "0001193125-10-238044")
+    assert fy2008["originally_reported"]["value"] == 4834000000
+    assert fy2008["restated_in"]["form"] == "10-K/A"
+    assert "last reported" in result["rule"]
+
+
+async def test_as_reported_gives_the_original_value(toolset: Toolset) -> None:
+    result = await call_ok(
+        toolset,
+        "get_sec_company_facts",
+        company_identifier="AAPL",
+        concept="net_income",
+        limit=80,
+        as_reported=True,
+    )
+    fy2008 = next(r for r in result["units"]["USD"]["annual"] if r["end"] == "2008-09-27")
+    assert (fy2008["value"], fy2008["filed"], fy2008["form"]) == (4834000000, "2009-10-27", "10-K")
+    assert fy2008["restated_in"] == {
+        "value": 6119000000,
+        "form": "10-K/A",
+        "accession_number": "0001193125-10-012091",
+        "filed": "2010-01-25",
+    }
+    assert "first reported" in result["rule"]
+    summary = await call_ok(
+        toolset, "get_sec_company_facts", company_identifier="GOOGL", as_reported=True
+    )
+    assert "first reported" in summary["rule"]
+    assert all(r["form"] == "10-K" for r in summary["metrics"]["operating_income"]["annual"])
+
+
+def test_as_reported_is_in_the_schema(offline: Toolset) -> None:
+    schema = next(t for t in offline.registry.definitions() if t["name"] == "get_sec_company_facts")
+    assert schema["input_schema"]["properties"]["as_reported"]["type"] == "boolean"
+    assert "restated" in schema["description"] and "8-K" in schema["description"]
 
 
 async def test_instant_concept_and_metric_names(toolset: Toolset) -> None:
@@ -126,6 +161,40 @@ async def test_frames_duration_periods(toolset: Toolset) -> None:
         unit="USD/shares",
     )
     assert eps["unit"] == "USD/shares" and eps["data"]
+
+
+async def test_offline_frames_follow_the_rule_and_name_the_filing(offline: Toolset) -> None:
+    # EDGAR framed Alphabet's 2015 excess tax benefit from a later 8-K (0); the offline
+    # derivation keeps the 10-K's value and says which filing it is.
+    result = await call_ok(
+        offline,
+        "get_sec_xbrl_frames",
+        concept="ExcessTaxBenefitFromShareBasedCompensationFinancingActivities",
+        period="CY2015",
+    )
+    alphabet = next(r for r in result["data"] if r["cik"] == 1652044)
+    assert (alphabet["value"], alphabet["form"], alphabet["filed"]) == (
+        548000000,
+        "10-K",
+        "2016-02-11",
+    )
+    restated = await call_ok(
+        offline, "get_sec_xbrl_frames", concept="NetIncomeLoss", period="CY2008"
+    )
+    apple = next(r for r in restated["data"] if r["cik"] == 320193)
+    assert (apple["value"], apple["form"]) == (6119000000, "10-K")
+    assert apple["originally_reported"]["value"] == 4834000000
+
+
+async def test_live_frames_are_edgars_pick(live: Toolset) -> None:
+    result = await call_ok(
+        live,
+        "get_sec_xbrl_frames",
+        concept="ExcessTaxBenefitFromShareBasedCompensationFinancingActivities",
+        period="CY2015",
+    )
+    alphabet = next(r for r in result["data"] if r["cik"] == 1652044)
+    assert alphabet["value"] == 0 and "form" not in alphabet
 
 
 async def test_frames_explain_instant_versus_duration(toolset: Toolset) -> None:
