@@ -10,7 +10,8 @@ Older frames are kept compressed, `BLOCK` frames a block (LZ4: about a fifth of 
 every frame repeats the event's keys and the run id), so an open stream holds about a
 fifth of what it streamed: the log was the largest part of a stream's memory. Live
 readers read the newest frames, which are never compressed; a re-attach from further
-back, or a reader that fell behind, pays a decompression (~3 us a block).
+back, or a reader that fell behind, pays a decompression (~3 us a block), one `window`
+of blocks at a time.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ class EventLog:
         if self._ends or self._cold:
             raise RuntimeError("the first seq of a log is set before anything is appended")
         self._first_seq = self._hot_seq = seq
+
+    @property
+    def hot_seq(self) -> int:
+        """The seq of the oldest frame not compressed: a reader after `hot_seq - 1` or
+        later reads without decompressing (`read`); one further back reads `window`s."""
+        return self._hot_seq
 
     @property
     def last_seq(self) -> int:
@@ -159,6 +166,31 @@ class EventLog:
         start = self._ends[index - 1] if index else 0
         with memoryview(self._buffer) as view:
             return bytes(view[start:])
+
+    def window(self, after_seq: int, limit: int) -> tuple[bytes, int]:
+        """Whole frames with `seq > after_seq`, about `limit` bytes of them (one block or
+        frame at least), and the seq of the last: a backlog a window at a time, so a
+        reader holds that much of the log, not a copy of it. Only the compressed blocks
+        the window takes are decompressed."""
+        after_seq = max(after_seq, self._first_seq - 1)
+        if after_seq + 1 >= self._hot_seq:  # the newest frames: a few blocks' worth at most
+            return self.read(after_seq), self.last_seq
+        cold_seq = self._hot_seq - BLOCK * len(self._cold)
+        index = (after_seq + 1 - cold_seq) // BLOCK
+        skip = after_seq + 1 - (cold_seq + index * BLOCK)  # frames of the first block
+        parts: list[bytes] = []
+        size = 0
+        while index < len(self._cold) and size < limit:
+            part = lz4.block.decompress(self._cold[index])
+            if skip:
+                offset = 0
+                for _ in range(skip):
+                    offset = part.index(_FRAME_END, offset) + 2
+                part, skip = part[offset:], 0
+            parts.append(part)
+            size += len(part)
+            index += 1
+        return b"".join(parts), cold_seq + index * BLOCK - 1
 
     def _cold_after(self, after_seq: int) -> bytes:
         """The compressed frames with `seq > after_seq`, decompressed, as one `bytes`."""

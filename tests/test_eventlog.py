@@ -215,3 +215,38 @@ async def test_a_follower_behind_the_compressed_frames_reads_them() -> None:
     log.extend([events.delta("live")], push=True)  # compresses older frames first
     assert parse_frames(b"".join(client.frames))[0]["seq"] == 3 * BLOCK + 1
     follower.close()
+
+
+def _windows(log: EventLog, after: int, limit: int) -> list[bytes]:
+    """Every window from `after` to the end, checking each ends where it says."""
+    taken: list[bytes] = []
+    while after < log.last_seq:
+        data, last = log.window(after, limit)
+        seqs = [event["seq"] for event in parse_frames(data)]
+        assert seqs == list(range(max(after, log.first_seq - 1) + 1, last + 1)), after
+        taken.append(data)
+        after = last
+    return taken
+
+
+def test_windows_read_a_backlog_in_bounded_pieces() -> None:
+    count = 9 * BLOCK + HOT_SLACK + 5
+    log, want = _filled(count), _reference(count)
+    blocks = range(1, count - BLOCK + 2)
+    block_bytes = max(len(b"".join(want[s] for s in range(n, n + BLOCK))) for n in blocks)
+    limit = 2 * block_bytes
+    for after in (0, 1, BLOCK - 1, BLOCK, 3 * BLOCK + 7, count - BLOCK - 3, count - 1):
+        taken = _windows(log, after, limit)
+        assert b"".join(taken) == log.read(after), after
+        # At most the limit and one block more: never the rest of the log in one piece.
+        assert all(len(piece) < limit + block_bytes for piece in taken), after
+        assert after >= count - 3 * BLOCK or len(taken) > 1, after
+    assert log.window(count, limit) == (b"", count)
+
+
+def test_windows_skip_what_the_cap_dropped() -> None:
+    cap = 3 * BLOCK
+    log = _filled(cap + BLOCK // 2 + 1, max_events=cap)  # a drop cuts across a block
+    taken = _windows(log, 0, 1)  # a tiny limit: one block a window
+    assert b"".join(taken) == log.read(0)
+    assert parse_frames(taken[0])[0]["seq"] == log.first_seq
