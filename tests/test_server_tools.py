@@ -4,9 +4,34 @@ their citations relayed and folded."""
 
 from __future__ import annotations
 
-from tests.conftest import GatewayFactory, stream, unmarked
-from tests.fakes.anthropic import FakeAnthropic, RedactedThinking, Reply, ServerToolUse, Text
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import CollectorRegistry
+from pytest_aiohttp import AiohttpClient
+
+from gateway.app import create_app
+from gateway.metrics import Metrics
+from tests.conftest import GatewayFactory, settings_for, stream, unmarked
+from tests.fakes.anthropic import (
+    FakeAnthropic,
+    RedactedThinking,
+    Reply,
+    ServerToolUse,
+    Text,
+    ToolUse,
+)
 from tests.test_wire import CITATION, SEARCH_RESULTS
+
+
+async def real_gateway(
+    fake_server: TestServer, aiohttp_client: AiohttpClient, **overrides: Any
+) -> TestClient[Any, Any]:
+    """The app with the toolset `python -m gateway` builds from these settings (offline
+    SEC snapshot, offline search), not a test registry."""
+    settings = settings_for(fake_server, **overrides)
+    return await aiohttp_client(create_app(settings, metrics=Metrics(CollectorRegistry())))
 
 
 def search_turn() -> Reply:
@@ -71,3 +96,20 @@ async def test_a_model_without_server_tools_is_refused(
     response = await client.post("/api/stream", json={"query": "x"})
     assert response.status == 400
     assert "server tools" in (await response.json())["error"]["message"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 28: the local web_search is offered beside the API's")
+async def test_the_real_toolset_with_the_apis_web_search(
+    fake_server: TestServer, fake: FakeAnthropic, aiohttp_client: AiohttpClient
+) -> None:
+    client = await real_gateway(fake_server, aiohttp_client, search_backend="anthropic")
+    fake.add(
+        Reply([ToolUse("search_company_tickers", {"query": "NVIDIA"})]),
+        Reply([Text("NVIDIA is CIK 1045810.")]),
+    )
+    events = await stream(client, query="nvidia's cik")
+    assert fake.rejected == []
+    assert events[-1]["type"] == "final", events[-1]
+    names = [t["name"] for t in fake.requests[0]["tools"]]
+    assert names.count("web_search") == 1
+    assert "search_company_tickers" in names

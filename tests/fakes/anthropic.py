@@ -2,9 +2,11 @@
 records every request, and injects faults (an HTTP error before the stream, an `error`
 event mid-stream, a cut connection, a stall, a stream with no `message_stop`).
 
-Like today's API it serves the Models API (`GET /v1/models/{id}`), answers 400 for what a
-model cannot take (tests/fakes/models.py), and with `count_tokens=True` counts input and
-prompt-cache tokens from the request itself (tests/fakes/prompt_cache.py).
+Like today's API it serves the Models API (`GET /v1/models/{id}`), answers 400 for a
+request the real API refuses (the SDK's request type, the documented rules:
+tests/fakes/messages_rules.py) and for what a model cannot take (tests/fakes/models.py),
+and with `count_tokens=True` counts input and prompt-cache tokens from the request itself
+(tests/fakes/prompt_cache.py). `rejected` holds the 400s' messages.
 
 Script it with `Reply` objects, one per expected model call, in order.
 """
@@ -12,12 +14,14 @@ Script it with `Reply` objects, one per expected model call, in order.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from tests.fakes import messages_rules
 from tests.fakes.models import default_catalogue, request_problem
 from tests.fakes.prompt_cache import PromptCache
 
@@ -107,6 +111,9 @@ class _HeldWrites:
         await self._response.write_eof()
 
 
+_request_ids = itertools.count(1)
+
+
 def _tool_id(n: int) -> str:
     return f"toolu_{n:024d}"
 
@@ -124,6 +131,7 @@ class FakeAnthropic:
         self.usages: list[dict[str, int]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.rejected: list[str] = []
         self.disconnects = 0
         self.finished = 0
         self.request_seen = asyncio.Event()
@@ -148,29 +156,34 @@ class FakeAnthropic:
             return _error(404, "not_found_error", f"model: {model_id}")
         return web.json_response(self.models[model_id])
 
-    def _refusal(self, body: dict[str, Any]) -> web.Response | None:
+    def _refusal(self, body: dict[str, Any], beta: bool) -> web.Response | None:
         """The 4xx the real API gives before any stream, or None."""
-        info = self.models.get(str(body.get("model")))
-        if info is None or info["lifecycle"] == "retired":
-            return _error(404, "not_found_error", f"model: {body.get('model')}")
-        problem = request_problem(info, body)
+        problem = messages_rules.request_problem(body, beta=beta)
+        if problem is None:
+            info = self.models.get(str(body.get("model")))
+            if info is None or info["lifecycle"] == "retired":
+                return _error(404, "not_found_error", f"model: {body.get('model')}")
+            problem = request_problem(info, body)
         if problem is None and self.cache is not None:
             try:
                 self.usages.append(self.cache.account(body))
             except ValueError as exc:
                 problem = str(exc)
-        return None if problem is None else _error(400, "invalid_request_error", problem)
+        if problem is None:
+            return None
+        self.rejected.append(problem)
+        return _error(400, "invalid_request_error", problem)
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         self.request_seen.set()
-        if not self.replies:
-            return _error(500, "api_error", "fake: no scripted reply left")
-        refusal = self._refusal(body)
+        refusal = self._refusal(body, beta="anthropic-beta" in self.headers[-1])
         if refusal is not None:
             return refusal
+        if not self.replies:
+            return _error(500, "api_error", "fake: no scripted reply left")
         reply = self.replies.pop(0)
         if self.cache is not None:
             counted = self.usages[-1]
@@ -321,5 +334,8 @@ def _sse(event: dict[str, Any]) -> bytes:
 def _error(
     status: int, error_type: str, message: str, headers: dict[str, str] | None = None
 ) -> web.Response:
+    request_id = f"req_fake{next(_request_ids):020d}"
     body = {"type": "error", "error": {"type": error_type, "message": message}}
+    body["request_id"] = request_id  # as the API answers: in the body and as a header
+    headers = {"request-id": request_id, **(headers or {})}
     return web.json_response(body, status=status, headers=headers)

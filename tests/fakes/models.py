@@ -1,6 +1,6 @@
 """The fake's model catalogue: Models API `ModelInfo` records, and the 400s the Messages API
 answers for a request a model cannot take (a thinking form, an effort level, structured
-output, `max_tokens` over the model's own)."""
+output, web search, `max_tokens` over the model's own)."""
 
 from __future__ import annotations
 
@@ -106,6 +106,10 @@ def request_problem(info: dict[str, Any], body: dict[str, Any]) -> str | None:
         return f"output_config.effort: {effort!r} is not supported by {info['id']}"
     if config.get("format") is not None and not caps["structured_outputs"]["supported"]:
         return f"output_config.format: structured outputs are not supported by {info['id']}"
+    for i, tool in enumerate(body.get("tools") or ()):
+        kind = str(tool.get("type", "custom"))
+        if kind.startswith("web_search_") and not caps["server_tools"]["web_search"]["supported"]:
+            return f"tools.{i}: {kind} is not supported by {info['id']}"
     return None
 
 

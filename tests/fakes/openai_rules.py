@@ -5,12 +5,19 @@ message that asked for them, unanswered tool calls).
 
 Stricter than OpenAI in one place, on purpose: the `tool` messages must answer the calls
 in the order the assistant made them.
+
+After these rules, the body must be an instance of the installed SDK's own request type
+(`CompletionCreateParamsStreaming`), nothing unknown in it at any depth (`sdk_types`).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+from tests.fakes.sdk_types import cached_validator, type_problem
 
 TOP_LEVEL = frozenset({
     "model", "messages", "stream", "stream_options", "tools", "tool_choice",
@@ -71,6 +78,16 @@ def validate(body: Any) -> None:
     _tool_sequence(messages)
     _tools(body)
     _response_format(body.get("response_format"))
+    if body.get("stream") is True:  # a non-streaming body is the fake's own refusal
+        _sdk_type(body)
+
+
+def _sdk_type(body: dict[str, Any]) -> None:
+    problem = type_problem(cached_validator(CompletionCreateParamsStreaming), body)
+    if problem is not None:
+        path, _, message = problem.partition(": ")
+        param = re.sub(r"\.(\d+)", r"[\1]", path)  # OpenAI writes `messages[0].content`
+        raise Invalid(f"Invalid '{param}': {message}", param)
 
 
 def _extra(keys: set[str], allowed: set[str], where: str) -> None:

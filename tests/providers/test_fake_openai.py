@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from tests.fakes.openai import Call, FakeOpenAI, Reply
+from tests.fakes.openai_rules import Invalid, validate
 
 TOOLS: list[Any] = [
     {
@@ -109,3 +110,20 @@ async def test_anthropic_top_level_fields_are_refused(
             model="m", messages=HELLO, stream=True, extra_body={"system": "You are a test."}
         )
     assert "Unrecognized request argument supplied: system" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("change", "param"),
+    [
+        ({"tools": [{**TOOLS[0], "function": {**TOOLS[0]["function"], "x": 1}}]}, "tools[0]"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "z": 1}]}]},
+         "messages[0].content[0]"),
+        ({"max_completion_tokens": "10"}, "max_completion_tokens"),
+    ],
+)  # fmt: skip
+def test_the_fake_holds_bodies_to_the_sdks_request_type(change: dict[str, Any], param: str) -> None:
+    good = {"model": "gpt-test", "messages": HELLO, "stream": True, "tools": TOOLS}
+    validate({**good, "max_completion_tokens": 10})
+    with pytest.raises(Invalid) as raised:
+        validate({**good, **change})
+    assert str(raised.value.body["error"]["param"]).startswith(param), raised.value.body
