@@ -66,6 +66,19 @@ def _ratio_text(ratio: float | None) -> str:
     return f"{ratio:.2f}"
 
 
+def ratio_cell(ratio: float | None, value: float, ref_value: float | None) -> str:
+    """The ratio, and what it is of when the row's two columns do not give it: a median of
+    per-repetition ratios (each repetition measures both systems side by side) is not the
+    quotient of the two medians, and the cell says so with that quotient beside it."""
+    text = _ratio_text(ratio)
+    if ratio is None or math.isnan(ratio) or not ref_value or math.isnan(ref_value):
+        return text
+    quotient = value / ref_value
+    if abs(quotient - ratio) <= 0.01 * abs(ratio):
+        return text
+    return f"{text} (median of the repetitions' ratios; value / reference {_ratio_text(quotient)})"
+
+
 def summary_rows(rows: list[Row]) -> list[list[str]]:
     out = []
     for row in rows:
@@ -81,7 +94,7 @@ def summary_rows(rows: list[Row]) -> list[list[str]]:
                 figure,
                 f"{value}{unit}",
                 ref,
-                _ratio_text(ratio),
+                ratio_cell(ratio, row.value, row.ref_value),
                 row.target or "–",
                 verdict,
             ]
