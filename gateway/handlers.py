@@ -15,7 +15,8 @@ from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import __version__, access, keys, sse
+from gateway import __version__, access, keys, redis_mirror, sse
+from gateway.access_log import LEFT, STREAM
 from gateway.auth import caller_of
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.fold import fold
@@ -63,18 +64,37 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
     await check_owner(request, run_id)
     runs = request.app[keys.RUNS]
     run = runs.get(run_id)
-    raw_after = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
-    try:
-        after = int(raw_after)
-    except ValueError:
-        raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
+    after = _cursor(request)
     # A run taken over from a dead worker keeps only its new events in memory: the earlier
     # ones are read from the shared store.
     if run is not None and (runs.shared is None or after + 1 >= run.log.first_seq):
+        _check_cursor(after, run.log.last_seq)
         return await stream_log(request, run, after=after)
     if runs.shared is not None:  # maybe another process owns it
+        position = await redis_mirror.position(runs.shared, run_id, after)
+        if position is None:
+            raise _not_found(run_id)
+        _check_cursor(after, position[1])
         return await stream_shared(request, runs.shared, run_id, after=after)
     raise _not_found(run_id)
+
+
+def _cursor(request: web.Request) -> int:
+    raw = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+    try:
+        after = int(raw)
+    except ValueError:
+        raise ValidationFailed("Last-Event-ID / after must be an integer seq") from None
+    if after < 0:
+        raise ValidationFailed("Last-Event-ID / after must be a seq, 0 or more")
+    return after
+
+
+def _check_cursor(after: int, last_seq: int) -> None:
+    """A cursor past the run's last event is a mistake, not a run with nothing to say."""
+    if after > last_seq:
+        message = f"Last-Event-ID / after is {after}, past the run's last seq {last_seq}"
+        raise ValidationFailed(message, {"last_seq": last_seq})
 
 
 class _HeadersWithFrames(web.StreamResponse):
@@ -92,7 +112,17 @@ def _sse_response(
     kind = _HeadersWithFrames if headers_with_frames else web.StreamResponse
     response = kind(headers={**sse.HEADERS, "x-run-id": run_id})
     response.headers["x-request-id"] = request[keys.REQUEST_ID]
+    request[STREAM] = response  # what the client was sent, should it leave
     return response
+
+
+def _left(request: web.Request, writer: SSEWriter | None) -> None:
+    """For the access line: the stream ended because its client went (or was dropped)."""
+    if request.app[keys.RUNS].stopping:
+        request[LEFT] = "closed_at_shutdown"
+    else:
+        dropped = writer is not None and writer.expired
+        request[LEFT] = "client_dropped" if dropped else "client_left"
 
 
 async def stream_log(request: web.Request, run: Run, *, after: int) -> web.StreamResponse:
@@ -113,6 +143,10 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
             await writer.write(b"")  # the headers go alone, now
         last = b""
         while True:
+            if after + 1 < log.hot_seq:  # a backlog, compressed: a window at a time
+                data, after = log.window(after, CHUNK_BYTES)
+                await writer.write_frames(data)  # waits for the socket to drain
+                continue
             data = log.read(after)
             if data:
                 after = log.last_seq
@@ -128,8 +162,8 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
                 if not woken:
                     await writer.write(sse.PING)
         await writer.write_last(last)
-    except ConnectionResetError:
-        pass  # the client left; the run's grace timer decides what happens next
+    except ConnectionResetError:  # the client left; the run's grace timer decides the rest
+        _left(request, writer)
     finally:
         follower.close()
         if writer is not None:
@@ -160,8 +194,8 @@ async def stream_shared(
             async for chunk in chunks:
                 await writer.write(chunk or sse.PING)
         await response.write_eof()
-    except ConnectionResetError:
-        pass  # as in stream_log: the owner's grace timer counts readers everywhere
+    except ConnectionResetError:  # as in stream_log: the owner's grace timer counts readers
+        _left(request, writer)
     finally:
         if writer is not None:
             writer.close()

@@ -14,8 +14,9 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from gateway.errors import GatewayError
 from gateway.eventlog import EventLog
 from gateway.redis_store import (
     FLUSH_INTERVAL_S,
@@ -32,6 +33,30 @@ if TYPE_CHECKING:
     from gateway.redis_store import RedisStore
 
 log = logging.getLogger(__name__)
+
+CURSOR_LAG_S = 0.5
+"""How long a cursor past a running run's last seq in Redis waits for the mirror (a flush
+behind the owner, which may have streamed it already) before it is past the end."""
+
+
+async def position(store: RedisStore, run_id: str, after: int) -> tuple[str, int] | None:
+    """A run's status and last seq in the shared store (None: unknown there), for a reader
+    that starts after seq `after`; a 502 if Redis does not answer."""
+    key = store.run_key(run_id)
+    deadline = time.monotonic() + CURSOR_LAG_S
+    try:
+        while True:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                reply: Any = await store.client.hmget(key, ["status", "last"])
+            status, last = reply[0], int(reply[1] or 0)
+            if status is None:
+                return None
+            if after <= last or status != b"running" or time.monotonic() >= deadline:
+                return status.decode(), last
+            await asyncio.sleep(FLUSH_INTERVAL_S)
+    except REDIS_ERRORS as exc:
+        message = f"The shared run store does not answer ({type(exc).__name__})"
+        raise GatewayError("NETWORK_ERROR", message) from exc
 
 
 @dataclass(eq=False)

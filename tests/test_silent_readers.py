@@ -1,0 +1,60 @@
+"""Re-attaches that read nothing cost a bounded window each, not a copy of the run's log:
+measured in a real `python -m gateway` process, by its resident memory, with real sockets
+that never read.
+
+The issue's case, the default here: 50 re-attaches of a finished run with a 6 MB log
+(149 -> 738 MB then; +310 MB measured here before the fix, +9 MB after). The log must be
+larger than what the kernel takes off a stream (up to 4 MB of send buffer on loopback),
+or a reader costs the process nothing either way; the readers cost little time beside
+starting the process and the run. The bound is the issue's target, < 100 MB for 50 x 6
+MB: a third of (readers x log size). `SILENT_LOG_MB` and `SILENT_READERS` change the size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from aiohttp.test_utils import TestServer
+
+from tests.fakes.anthropic import FakeAnthropic
+from tests.silent import (
+    finished_big_run,
+    rss_bytes,
+    silent_reader,
+    started,
+    until_readers,
+    upstream_env,
+)
+
+LOG_BYTES = int(float(os.environ.get("SILENT_LOG_MB", "6")) * 1_000_000)
+READERS = int(os.environ.get("SILENT_READERS", "50"))
+
+
+async def test_silent_readers_hold_a_window_each_not_the_log(
+    tmp_path: Path, fake: FakeAnthropic, fake_server: TestServer
+) -> None:
+    env = upstream_env(fake_server, GATEWAY_WRITE_TIMEOUT_S="120")
+    async with started(tmp_path, **env) as gateway:
+        assert gateway.process is not None
+        pid = gateway.process.pid
+        run_id, log_bytes = await finished_big_run(gateway, fake, LOG_BYTES)
+        assert log_bytes > LOG_BYTES * 0.8
+        await asyncio.sleep(0.5)
+        before = rss_bytes(pid)
+        path = f"/api/stream/{run_id}"
+        readers = [await silent_reader(gateway.port, path) for _ in range(READERS)]
+        try:
+            await until_readers(gateway, READERS)
+            peak = before
+            for _ in range(30):  # the replay has written all a socket takes by now
+                peak = max(peak, rss_bytes(pid))
+                await asyncio.sleep(0.05)
+        finally:
+            for sock in readers:
+                sock.close()
+        added = peak - before
+        print(f"{READERS} silent readers of a {log_bytes / 1e6:.1f} MB log added "
+              f"{added / 1e6:.1f} MB (RSS {before / 1e6:.0f} -> {peak / 1e6:.0f} MB)")  # fmt: skip
+        assert added < READERS * log_bytes / 3, (added, READERS * log_bytes)
