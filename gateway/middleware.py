@@ -8,6 +8,7 @@ authenticate       the caller's name, or 401 (`auth.py`)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from secrets import token_hex
@@ -17,6 +18,7 @@ from aiohttp.typedefs import Handler
 from opentelemetry.trace import SpanKind
 
 from gateway import keys
+from gateway.access_log import CLIENT_CLOSED, LEFT, STREAM
 from gateway.errors import ErrorCode, GatewayError, ValidationFailed
 from gateway.handlers import json_response
 from gateway.telemetry import extract_context
@@ -67,6 +69,9 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
             if not response.prepared:
                 response.headers["x-request-id"] = request[keys.REQUEST_ID]
             return response
+        except asyncio.CancelledError:  # the connection closed under the handler
+            status = _left(request, started)
+            raise
         finally:
             span.set_attribute("http.response.status_code", status)
             elapsed_ms = (time.perf_counter() - started) * 1000
@@ -74,6 +79,22 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
             metrics.request_duration_ms.labels(request.method, route, str(status)).observe(
                 elapsed_ms
             )
+
+
+def _left(request: web.Request, started: float) -> int:
+    """The status of a request whose client left (aiohttp cancels its handler): what the
+    client was sent (a stream that began is a 200), else 499; and its access line, which
+    aiohttp writes only for a handler that returns."""
+    response = request.get(STREAM)
+    if response is None or not response.prepared:
+        response = web.Response(status=CLIENT_CLOSED)
+    if LEFT not in request:
+        runs = request.app.get(keys.RUNS)
+        request[LEFT] = "closed_at_shutdown" if runs and runs.stopping else "client_left"
+    logger = request.protocol.access_logger
+    if logger is not None and logger.enabled:
+        logger.log(request, response, time.perf_counter() - started)
+    return response.status
 
 
 @web.middleware

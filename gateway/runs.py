@@ -83,6 +83,8 @@ class RunManager:
         self._lost_runs: set[str] = set()  # taken over elsewhere: save nothing of them
         self._expiry: asyncio.TimerHandle | None = None
         self.live = 0
+        self.stopping = False
+        """Set at shutdown: streams closed from now on were closed by the server."""
         """Runs whose task has not ended, taken over ones included."""
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
@@ -185,6 +187,7 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """End every open run with its terminal event (outcome `cancelled`)."""
+        self.stopping = True
         if self.durable is not None:  # take over nothing more while stopping
             await self.durable.close()
         runs = self.active()

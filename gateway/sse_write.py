@@ -53,6 +53,11 @@ class SSEWriter:
         if self._sent_directly:  # for the access log
             self._request[keys.SENT_DIRECTLY] = self._sent_directly
 
+    @property
+    def expired(self) -> bool:
+        """Whether the client was dropped for reading nothing within the deadline."""
+        return self._expired
+
     def _check(self) -> None:
         started, now = self._started, self._loop.time()
         if started is not None and now - started >= self._timeout_s:
