@@ -11,6 +11,7 @@ from gateway import serving
 from gateway.app import create_app
 from gateway.auth import install_log_key
 from gateway.eventloop import loop_name, new_loop
+from gateway.fleet import report_failure
 from gateway.serving import listening_socket
 from gateway.settings import Settings
 from gateway.telemetry import configure_tracing
@@ -22,6 +23,7 @@ def parse_args() -> argparse.Namespace:
     # Set by the supervisor for each worker it starts:
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--fleet-member", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -45,7 +47,9 @@ def main() -> None:
     args = parse_args()
     settings = Settings()
     if args.worker is not None:
-        settings = settings.model_copy(update={"gateway_worker_index": args.worker})
+        settings = settings.model_copy(
+            update={"gateway_worker_index": args.worker, "gateway_fleet_member": args.fleet_member}
+        )
     if args.supervisor is not None:
         from gateway.supervisor import die_with_supervisor
 
@@ -60,8 +64,9 @@ def main() -> None:
         from gateway.supervisor import supervise
 
         print(f"research-gateway: {workers} workers on http://{settings.host}:{settings.port}")
-        sys.exit(supervise(workers))
-    serve(settings, reuse_port=args.worker is not None)
+        sys.exit(supervise(workers, boot_failures=settings.gateway_worker_boot_failures))
+    with report_failure(settings.gateway_fleet_member):  # for the supervisor's log
+        serve(settings, reuse_port=args.worker is not None)
 
 
 def serve(settings: Settings, *, reuse_port: bool) -> None:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from opentelemetry.trace import Tracer, TracerProvider
 
-from gateway import __version__, access, keys, openapi
+from gateway import __version__, access, fleet, keys, openapi
 from gateway.auth import authenticate
 from gateway.cors import add_cors_headers, cors
 from gateway.errors import ValidationFailed
@@ -58,7 +58,10 @@ def create_app(
     app.on_shutdown.append(_end_runs)
     if settings.gateway_gc_freeze:
         app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
-    app.add_routes(routes())
+    if settings.gateway_fleet_member:  # a supervisor's worker: /metrics adds up all of them
+        app.add_routes(fleet.install(app, routes()))
+    else:
+        app.add_routes(routes())
     app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
     return app
 

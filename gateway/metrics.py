@@ -9,6 +9,10 @@ metric families only when `/metrics` is scraped (one collector on the registry).
 `prometheus_client`'s own instruments validate, take a lock and (histograms) scan their
 buckets on every update: ~15 updates a run came to 4.5 % of a run start's instructions.
 The exposition is the same: `_total`, `_created`, cumulative `_bucket`s, `_count`, `_sum`.
+
+With several workers (`gateway.fleet`) each worker's numbers travel as a `snapshot()` and
+the worker answering the scrape adds them up (`merged`): counters and histograms summed,
+`_created` the earliest, gauges per their `merge` mode over the workers still alive.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import (
@@ -115,6 +119,15 @@ class Instrument(Generic[S]):
     def family(self) -> Metric:
         raise NotImplementedError
 
+    def state(self) -> list[list[Any]]:
+        """Every series as JSON: `[labels, value, created]` (histograms: `[labels, counts,
+        sum, created]`)."""
+        raise NotImplementedError
+
+    def absorb(self, state: list[list[Any]]) -> None:
+        """Add another process's `state()` to this one's series."""
+        raise NotImplementedError
+
 
 class Counter(Instrument[Total]):
     def _new(self) -> Total:
@@ -129,8 +142,27 @@ class Counter(Instrument[Total]):
             family.add_metric(values, series.value, created=series.created)
         return family
 
+    def state(self) -> list[list[Any]]:
+        return [[list(k), v.value, v.created] for k, v in self.series.items()]
+
+    def absorb(self, state: list[list[Any]]) -> None:
+        for values, value, created in state:
+            series = self.labels(*values)
+            series.value += value
+            series.created = min(series.created, created)
+
 
 class Gauge(Instrument[Value]):
+    """`merge` says how several workers' values add up (as prometheus_client's
+    multiprocess modes `livesum` and `livemax`): only workers still alive count."""
+
+    def __init__(
+        self, name: str, doc: str, labels: Sequence[str] = (), *,
+        merge: Literal["sum", "max"] = "sum",
+    ) -> None:  # fmt: skip
+        self.merge = merge
+        super().__init__(name, doc, labels)
+
     def _new(self) -> Value:
         return Value()
 
@@ -145,6 +177,18 @@ class Gauge(Instrument[Value]):
         for values, series in self.series.items():
             family.add_metric(values, series.value)
         return family
+
+    def state(self) -> list[list[Any]]:
+        return [[list(k), v.value, v.created] for k, v in self.series.items()]
+
+    def absorb(self, state: list[list[Any]]) -> None:
+        for values, value, _created in state:
+            fresh = tuple(values) not in self.series
+            series = self.labels(*values)
+            if self.merge == "sum":
+                series.value += value
+            else:
+                series.value = value if fresh else max(series.value, value)
 
 
 class Histogram(Instrument[Spread]):
@@ -174,6 +218,18 @@ class Histogram(Instrument[Spread]):
                 series.created,
             )  # fmt: skip
         return family
+
+    def state(self) -> list[list[Any]]:
+        return [[list(k), v.counts, v.sum, v.created] for k, v in self.series.items()]
+
+    def absorb(self, state: list[list[Any]]) -> None:
+        for values, counts, total, created in state:
+            series = self.labels(*values)
+            if len(counts) != len(series.counts):
+                raise ValueError(f"{self.name}: {len(counts)} buckets, want {len(series.counts)}")
+            series.counts = [a + b for a, b in zip(series.counts, counts, strict=True)]
+            series.sum += total
+            series.created = min(series.created, created)
 
 
 class Metrics:
@@ -264,7 +320,7 @@ class Metrics:
         )
         self.build_info = Gauge(
             "gateway_build_info", "Always 1; labels say what is running.",
-            ["version", "model", "upstream"],
+            ["version", "model", "upstream"], merge="max",
         )  # fmt: skip
         self.sse_readers = Gauge("sdk_sse_readers", "Open SSE connections reading a run.")
         # Who may do what: label values are key names from the configuration.
@@ -279,6 +335,26 @@ class Metrics:
         self.registry.register(self)  # a collector: `collect()` at every scrape
 
     def collect(self) -> Iterator[Metric]:
-        for instrument in vars(self).values():
-            if isinstance(instrument, Instrument):
-                yield instrument.family()
+        for instrument in self.instruments():
+            yield instrument.family()
+
+    def instruments(self) -> Iterator[Instrument[Any]]:
+        return (value for value in vars(self).values() if isinstance(value, Instrument))
+
+    def snapshot(self) -> dict[str, list[list[Any]]]:
+        """Every series's numbers, as JSON, for `merged` in another process."""
+        return {instrument.name: instrument.state() for instrument in self.instruments()}
+
+    @classmethod
+    def merged(
+        cls, alive: Sequence[dict[str, list[list[Any]]]], gone: Sequence[dict[str, list[list[Any]]]]
+    ) -> Metrics:
+        """Instruments holding the sum of the snapshots of workers `alive` and of workers
+        `gone` (those count only in counters and histograms: what they counted happened,
+        what they were doing is over). Names this version does not know are left out."""
+        merged = cls()
+        for instrument in merged.instruments():
+            instrument.series.clear()  # no series made now: the earliest `_created` wins
+            for snapshot in (*alive, *(() if isinstance(instrument, Gauge) else gone)):
+                instrument.absorb(snapshot.get(instrument.name, []))
+        return merged

@@ -112,6 +112,12 @@ class Settings(BaseSettings):
     gateway_takeover_s: float = Field(10.0, gt=0)
     """With Redis: how soon another worker continues the runs of a worker that died."""
     gateway_max_runs_per_process: int = Field(0, ge=0)
+    gateway_worker_boot_failures: int = Field(5, ge=1)
+    """Failed starts in a row of one worker (within 10 minutes) after which the supervisor
+    stops every worker and exits with status 1, logging the worker's error."""
+    gateway_fleet_member: str | None = None
+    """Set by the supervisor: this worker's files in its private directory, through which
+    /metrics adds up every worker's numbers and a worker that fails says why (fleet.py)."""
     """Runs in progress in one process (0: no cap). Past it a new run is refused at once
     (503 `OVERLOADED_ERROR`, `Retry-After`), so the runs already streaming keep their pace
     and a load balancer can send the client to another worker. BENCH.md says what one

@@ -80,8 +80,8 @@ class GatewayProcess:
 @contextlib.asynccontextmanager
 async def gateway_process(workdir: Path, *args: str, **env: str) -> AsyncIterator[GatewayProcess]:
     gateway = GatewayProcess(workdir, *args, **env)
-    await gateway.start()
     try:
+        await gateway.start()  # inside: a gateway that never got healthy is stopped too
         yield gateway
     finally:
         if gateway.process is not None and gateway.process.returncode is None:
