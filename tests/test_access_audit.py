@@ -171,10 +171,13 @@ async def test_server_tools_are_audited_too(
     assert calls[0]["result_bytes"] == len(orjson.dumps(SEARCH_RESULTS))
 
 
-def test_the_input_hash_is_hmac_sha256() -> None:
-    # RFC 4231, test case 2.
-    digest = keyed_digest(b"Jefe", b"what do ya want for nothing?")
-    assert digest == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+async def test_the_input_hash_is_hmac_sha256(tmp_path: Path) -> None:
+    # RFC 4231, test case 2, by the function and by an audit log's prepared key.
+    key, data = b"Jefe", b"what do ya want for nothing?"
+    expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    assert keyed_digest(key, data) == expected
+    audit = AuditLog(str(tmp_path / "audit.jsonl"), hash_key=key)
+    assert audit.digest(data) == audit.digest(data) == expected  # the prepared key is intact
 
 
 async def test_the_same_input_under_two_keys(
