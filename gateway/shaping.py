@@ -146,6 +146,17 @@ def today_text() -> str:
     return f"Today's date is {datetime.now(UTC).date().isoformat()}."
 
 
+def offered_tools(
+    local: list[dict[str, Any]], server: tuple[dict[str, Any], ...]
+) -> list[dict[str, Any]]:
+    """The tools one Messages API call offers: a server tool takes the place of a local tool
+    of the same name (the API refuses two tools of one name: "Tool names must be unique")."""
+    if not server:
+        return local
+    taken = {tool["name"] for tool in server}
+    return [*(tool for tool in local if tool["name"] not in taken), *server]
+
+
 def cached_tools(tools: list[dict[str, Any]], *, cache: bool) -> list[dict[str, Any]]:
     """The run's tool definitions, the last one marked as a cache breakpoint."""
     if not cache or not tools:

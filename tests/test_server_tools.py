@@ -13,7 +13,7 @@ from pytest_aiohttp import AiohttpClient
 
 from gateway.app import create_app
 from gateway.metrics import Metrics
-from tests.conftest import GatewayFactory, settings_for, stream, unmarked
+from tests.conftest import GatewayFactory, settings_for, stream, tool_results, unmarked
 from tests.fakes.anthropic import (
     FakeAnthropic,
     RedactedThinking,
@@ -98,18 +98,35 @@ async def test_a_model_without_server_tools_is_refused(
     assert "server tools" in (await response.json())["error"]["message"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28: the local web_search is offered beside the API's")
 async def test_the_real_toolset_with_the_apis_web_search(
     fake_server: TestServer, fake: FakeAnthropic, aiohttp_client: AiohttpClient
 ) -> None:
     client = await real_gateway(fake_server, aiohttp_client, search_backend="anthropic")
     fake.add(
-        Reply([ToolUse("search_company_tickers", {"query": "NVIDIA"})]),
+        Reply([ToolUse("search_sec_company_tickers", {"search_term": "NVIDIA"})]),
         Reply([Text("NVIDIA is CIK 1045810.")]),
     )
     events = await stream(client, query="nvidia's cik")
     assert fake.rejected == []
     assert events[-1]["type"] == "final", events[-1]
-    names = [t["name"] for t in fake.requests[0]["tools"]]
-    assert names.count("web_search") == 1
-    assert "search_company_tickers" in names
+    tools = unmarked(fake.requests[0]["tools"])
+    assert [t for t in tools if t["name"] == "web_search"] == [
+        {"type": "web_search_20260318", "name": "web_search", "max_uses": 5}
+    ]
+    assert "search_sec_company_tickers" in [t["name"] for t in tools]
+    [result] = tool_results(fake.requests[1]["messages"][-1])
+    assert not result.get("is_error") and "1045810" in str(result["content"])
+
+
+@pytest.mark.parametrize("allowed", [["web_search"], ["web_search", "search_sec_filings"]])
+async def test_the_allow_list_still_takes_web_search(
+    fake_server: TestServer, fake: FakeAnthropic, aiohttp_client: AiohttpClient,
+    allowed: list[str],
+) -> None:  # fmt: skip
+    client = await real_gateway(fake_server, aiohttp_client, search_backend="anthropic")
+    fake.add(search_turn(), Reply([Text("continued.")]))
+    events = await stream(client, query="news", tools=allowed)
+    assert events[-1]["type"] == "final", events[-1]
+    offered = unmarked(fake.requests[0]["tools"])
+    assert sorted(t["name"] for t in offered) == sorted(allowed)
+    assert {"type": "web_search_20260318", "name": "web_search", "max_uses": 5} in offered

@@ -19,7 +19,7 @@ from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.messages_http import MessagesHTTP, OnPayloads, answer_failure
-from gateway.shaping import cached_tools, system_blocks, with_breakpoint
+from gateway.shaping import cached_tools, offered_tools, system_blocks, with_breakpoint
 from gateway.upstream import TurnTranslator
 
 
@@ -69,7 +69,7 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
         "messages": with_breakpoint(call.messages) if call.cache else call.messages,
         "system": system_blocks(call.system, suffix, cache=call.cache),
     }
-    tools = [*call.tools, *call.server_tools]
+    tools = offered_tools(call.tools, call.server_tools)
     if tools:
         params["tools"] = cached_tools(tools, cache=call.cache)
         # The wrap-up call keeps the definitions (the history mentions the tools) but
