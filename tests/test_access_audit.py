@@ -289,3 +289,38 @@ async def test_the_writer_outlives_a_failed_stream_write(
     await reader.aclose()
     assert [orjson.loads(fields[b"line"])["n"] for _, fields in entries] == [1]
     assert [line["n"] for line in lines(path)] == [0, 1]  # the file had both all along
+
+
+class StreamFailsOnce(AuditLog):
+    """A writer whose first stream write fails with an error that is not Redis's."""
+
+    failed = False
+
+    async def _to_stream(self, client: redis.Redis, batch: list[bytes]) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("a bug in the stream writer")
+        await super()._to_stream(client, batch)
+
+
+async def test_the_writer_outlives_any_stream_error(
+    tmp_path: Path, redis_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, stream = tmp_path / "audit.jsonl", f"{redis_prefix}audit"
+    audit = StreamFailsOnce(
+        str(path), hash_key=HASH_KEY.encode(), redis_url=REDIS_URL, stream_key=stream
+    )
+    audit.start()
+    audit.write("run_start", {"n": 0})
+    while not audit.failed:
+        await asyncio.sleep(0.01)
+    audit.write("run_end", {"n": 1})
+    await audit.close()
+    reader = redis.Redis.from_url(REDIS_URL)
+    entries: Any = await reader.xrange(stream)
+    await reader.aclose()
+    assert [orjson.loads(fields[b"line"])["n"] for _, fields in entries] == [1]
+    assert [line["n"] for line in lines(path)] == [0, 1]
+    [failure] = [r for r in caplog.records if r.exc_info]
+    assert "cannot add 1 lines to the Redis stream" in failure.getMessage()
+    assert "a bug in the stream writer" in caplog.text
