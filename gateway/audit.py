@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import secrets
 import sys
 import time
@@ -76,7 +77,7 @@ class AuditLog:
         self._mac = hmac.new(hash_key or self._random_key(content), digestmod="sha256")
         self._dropped = dropped
         self._unwarned = 0  # lines dropped since the last warning
-        self._warned_at = -WARN_EVERY_S
+        self._warned_at = -math.inf
         self._client = redis.Redis.from_url(redis_url) if redis_url else None
         self._queue: deque[bytes] = deque()
         self._wake = asyncio.Event()

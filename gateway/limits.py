@@ -112,10 +112,17 @@ def seconds_to_midnight(now: float) -> float:
 
 
 class MemoryCounters:
-    """The counters of one process; `clock` (seconds, as `time.time`) is there for tests."""
+    """The counters of one process. The window is timed by `monotonic` (a wall clock set
+    back an hour would hold a key's starts in the window for that hour), the UTC day by
+    `clock`; tests pass their own."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._clock = clock
+        self._monotonic = monotonic
         self._starts: dict[str, deque[float]] = {}  # name: its starts in the last minute
         self._slots: dict[str, set[str]] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # name: (UTC day, tokens)
@@ -130,13 +137,14 @@ class MemoryCounters:
             return Refusal("concurrent", CONCURRENT_RETRY_S)
         window = Window(0, WINDOW_S)
         if limits.per_minute:
+            at = self._monotonic()
             starts = self._starts.setdefault(name, deque())
-            while starts and starts[0] <= now - WINDOW_S:
+            while starts and starts[0] <= at - WINDOW_S:
                 starts.popleft()
             if len(starts) >= limits.per_minute:
-                return Refusal("per_minute", starts[0] + WINDOW_S - now)
-            starts.append(now)
-            window = Window(len(starts), starts[0] + WINDOW_S - now)
+                return Refusal("per_minute", starts[0] + WINDOW_S - at)
+            starts.append(at)
+            window = Window(len(starts), starts[0] + WINDOW_S - at)
         slots.add(ticket)
         return window
 

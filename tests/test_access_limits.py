@@ -216,7 +216,7 @@ def clocked(request: pytest.FixtureRequest) -> Iterator[tuple[Counters, Clock]]:
     """Counters in memory or in the real Redis, reading time from a clock the test moves."""
     clock = Clock(T0)
     if request.param == "memory":
-        yield MemoryCounters(clock), clock
+        yield MemoryCounters(clock, monotonic=clock), clock
         return
     prefix = request.getfixturevalue("redis_prefix")
     yield RedisCounters(REDIS_URL, prefix, clock=clock), clock
@@ -281,3 +281,15 @@ async def test_the_window_slides_exactly(clocked: tuple[Counters, Clock]) -> Non
         await counters.close()
     assert len(admitted) < len(times)  # the schedule did press on the limit
     assert max(sum(t <= u < t + window_ms for u in admitted) for t in admitted) == limit
+
+
+async def test_a_wall_clock_set_back_holds_no_start_in_the_window() -> None:
+    """In memory the window is timed by the monotonic clock: a wall clock stepped back an
+    hour (NTP at boot) does not keep a key's starts in its window for that hour."""
+    wall, monotonic = Clock(T0), Clock(0.0)
+    counters = MemoryCounters(wall, monotonic=monotonic)
+    limits = Limits(per_minute=1)
+    assert isinstance(await counters.take("alice", "t1", limits), Window)
+    wall.now -= 3600
+    monotonic.now += 60
+    assert isinstance(await counters.take("alice", "t2", limits), Window)
