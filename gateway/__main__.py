@@ -83,7 +83,7 @@ def serve(settings: Settings, *, reuse_port: bool) -> None:
     )
     sock = listening_socket(settings.host, settings.port, reuse_port=reuse_port)
     try:
-        serving.run(app, sock, loop, shutdown_timeout=10)
+        serving.run(app, sock, loop, shutdown_timeout=settings.gateway_shutdown_timeout_s)
     finally:
         provider.shutdown()
 

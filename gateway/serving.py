@@ -8,8 +8,15 @@ kernel's queue for seconds while the live ones went on (bench case 2 at 1,000 st
 up to 120 waiting, one accept per iteration, first events 5 s late at p99). asyncio's
 own loop accepts up to the backlog each time; this site does the same on either loop.
 
-`run` is `web.run_app` for that site: signals stop it gracefully, open requests get
-`shutdown_timeout`, then the loop's tasks are cancelled and the loop closed.
+`run` is `web.run_app` for that site, with a bound on stopping (`shutdown_timeout`, the
+setting GATEWAY_SHUTDOWN_TIMEOUT_S): on SIGTERM or SIGINT the site stops accepting, every
+run is ended with its terminal event, and the streams get until `shutdown_timeout` after
+the signal to deliver theirs. A client that reads nothing would hold its stream until the
+write deadline (and aiohttp's own wait is per phase, twice its timeout: 21.6 s measured
+with silent readers at 10 s), so the connections still open then are aborted. The
+cleanup (the shared store's last writes, the tools) has what is left of
+`shutdown_timeout + CLEANUP_S`; the process exits within `shutdown_timeout +
+EXIT_MARGIN_S` whatever happens, by force if the loop does not get there.
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
+import signal
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +48,13 @@ it, a new connection's handshake is dropped and the client waits for a retransmi
 ACCEPT_RETRY_S = 1.0
 """Out of file descriptors or memory: stop accepting this long (as asyncio does)."""
 _SHORT_OF = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+CLEANUP_S = 4.0
+"""After `shutdown_timeout`: how long the cleanup may go on (the shared store's flusher
+waits up to 5 s for Redis, cut short here), leaving a second of the exit margin to cancel
+what is left and close the loop."""
+EXIT_MARGIN_S = 5.0
+"""The process is gone this long after `shutdown_timeout` at the latest (PROTOCOL)."""
 
 
 def listening_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
@@ -165,11 +182,22 @@ def run(
     *,
     shutdown_timeout: float,
 ) -> None:
-    """Serve `app` on `sock` until SIGINT or SIGTERM, as `web.run_app` does."""
-    main = loop.create_task(_serve(app, sock, shutdown_timeout))
+    """Serve `app` on `sock` until SIGINT or SIGTERM, then stop within the bound above."""
+    stop: asyncio.Future[None] = loop.create_future()
+    watchdog = threading.Timer(shutdown_timeout + EXIT_MARGIN_S, _exit_late, [shutdown_timeout])
+    watchdog.daemon = True
+
+    def on_signal() -> None:
+        if not stop.done():
+            stop.set_result(None)
+            watchdog.start()  # counts from the signal, in a thread: a stuck loop ends too
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    main = loop.create_task(_serve(app, sock, stop, shutdown_timeout))
     try:
         loop.run_until_complete(main)
-    except (web.GracefulExit, KeyboardInterrupt):
+    except KeyboardInterrupt:
         pass
     finally:
         try:
@@ -183,17 +211,57 @@ def run(
                 task.cancel()
             loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
             loop.close()
+            watchdog.cancel()
 
 
-async def _serve(app: web.Application, sock: socket.socket, shutdown_timeout: float) -> None:
+async def _serve(
+    app: web.Application, sock: socket.socket, stop: asyncio.Future[None], shutdown_timeout: float
+) -> None:
     runner = web.AppRunner(
-        app, handle_signals=True, handler_cancellation=True, shutdown_timeout=shutdown_timeout,
+        app, handle_signals=False, handler_cancellation=True, shutdown_timeout=shutdown_timeout,
         access_log_class=AccessLog,
     )  # fmt: skip
     await runner.setup()
     try:
         await AcceptingSite(runner, sock).start()
-        await asyncio.Future()  # until a signal (GracefulExit) or a cancel
+        await stop
     finally:
-        await runner.cleanup()
+        await _stop(runner, shutdown_timeout)
+
+
+async def _stop(runner: web.AppRunner, shutdown_timeout: float) -> None:
+    """aiohttp's cleanup (the runs end at its `on_shutdown`), its open connections
+    aborted at `shutdown_timeout`, and all of it cut short at `+ CLEANUP_S`."""
+    loop = asyncio.get_running_loop()
+    closing = loop.call_later(shutdown_timeout, _abort_connections, runner, shutdown_timeout)
+    try:
+        async with asyncio.timeout(shutdown_timeout + CLEANUP_S):
+            await runner.cleanup()
+    except TimeoutError:
+        log.error("shutdown: the cleanup took over %g s; stopping without it", CLEANUP_S)
+    finally:
+        closing.cancel()
+
+
+def _abort_connections(runner: web.AppRunner, shutdown_timeout: float) -> None:
+    """The streams that did not deliver their end in time (clients that read nothing):
+    aborted, so their pending writes fail and their buffers go now."""
+    server = runner.server
+    transports = [] if server is None else [c.transport for c in server.connections]
+    open_ = [transport for transport in transports if transport is not None]
+    if open_:
+        log.warning(
+            "shutdown: closing %d connections still open after %g s", len(open_), shutdown_timeout
+        )
+    for transport in open_:
+        transport.abort()
+
+
+def _exit_late(shutdown_timeout: float) -> None:
+    """The last resort: the loop did not finish stopping within the bound."""
+    late = shutdown_timeout + EXIT_MARGIN_S
+    os.write(2, f"research-gateway: not stopped {late:g} s after the signal; exiting\n".encode())
+    os._exit(1)

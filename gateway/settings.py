@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     """How long a request body may take to arrive (408 after)."""
     gateway_write_timeout_s: float = Field(30.0, gt=0)
     """How long one SSE write may wait on a client that does not read before it is dropped."""
+    gateway_shutdown_timeout_s: float = Field(15.0, ge=0)
+    """After SIGTERM: how long runs and streams get to end (open streams are closed then);
+    the process exits within this plus 5 s."""
     gateway_api_keys: Annotated[tuple[str, ...], NoDecode] = ()
     gateway_upstream_max_retries: int = Field(3, ge=0)
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
@@ -109,15 +112,15 @@ class Settings(BaseSettings):
     """Processes serving the port (SO_REUSEPORT); more than one needs REDIS_URL."""
     gateway_worker_index: int = Field(0, ge=0)
     """Which worker this process is (the supervisor sets it), for /health and logs."""
-    gateway_takeover_s: float = Field(10.0, gt=0)
-    """With Redis: how soon another worker continues the runs of a worker that died."""
-    gateway_max_runs_per_process: int = Field(0, ge=0)
     gateway_worker_boot_failures: int = Field(5, ge=1)
     """Failed starts in a row of one worker (within 10 minutes) after which the supervisor
     stops every worker and exits with status 1, logging the worker's error."""
     gateway_fleet_member: str | None = None
     """Set by the supervisor: this worker's files in its private directory, through which
     /metrics adds up every worker's numbers and a worker that fails says why (fleet.py)."""
+    gateway_takeover_s: float = Field(10.0, gt=0)
+    """With Redis: how soon another worker continues the runs of a worker that died."""
+    gateway_max_runs_per_process: int = Field(0, ge=0)
     """Runs in progress in one process (0: no cap). Past it a new run is refused at once
     (503 `OVERLOADED_ERROR`, `Retry-After`), so the runs already streaming keep their pace
     and a load balancer can send the client to another worker. BENCH.md says what one
@@ -187,6 +190,29 @@ class Settings(BaseSettings):
     def _openai_needs_a_model(self) -> Settings:
         if "openai" in self.upstreams and not self.openai_model:
             raise ValueError("an openai upstream needs OPENAI_MODEL")
+        return self
+
+    @model_validator(mode="after")
+    def _every_run_could_work(self) -> Settings:
+        """Refuse at startup what would fail every run, naming the variables to change."""
+        upstreams = ",".join(self.upstreams)
+        if self.server_tools and "anthropic" not in self.upstreams:
+            asked = [f"ANTHROPIC_SERVER_TOOLS={','.join(self.anthropic_server_tools)}"]
+            asked = asked if self.anthropic_server_tools else []
+            asked += ["SEARCH_BACKEND=anthropic"] if self.search_backend == "anthropic" else []
+            raise ValueError(
+                f"{' and '.join(asked)} need the Messages API's own tools, which no upstream "
+                f"here runs (GATEWAY_UPSTREAM and GATEWAY_FALLBACK_UPSTREAMS give {upstreams}): "
+                "add anthropic to them, or unset those variables"
+            )
+        thinking = self.sdk_thinking != "off" or self.sdk_thinking_budget > 0
+        if self.upstream_kind == "openai" and thinking:
+            raise ValueError(
+                f"SDK_THINKING={self.sdk_thinking} / SDK_THINKING_BUDGET="
+                f"{self.sdk_thinking_budget} turn thinking on for every run, which "
+                "GATEWAY_UPSTREAM=openai cannot take (every run would be refused): set "
+                "SDK_THINKING=off and SDK_THINKING_BUDGET=0, or another GATEWAY_UPSTREAM"
+            )
         return self
 
     @property

@@ -102,7 +102,7 @@ class LiveSec:
         url = self._bases[host] + path
         try:
             async with (
-                self._limiter,
+                self._limiter.slot(),
                 self._session.get(
                     url, params=params, headers=self._headers, timeout=self._timeout
                 ) as resp,
