@@ -33,11 +33,12 @@ def firm_names(firms: tuple[Firm, ...] | list[Firm]) -> str:
 
 def lookup_step(q: Question, conv: Conversation) -> Next | None:
     """First confirm each company's CIK in SEC's ticker list, when that tool is offered."""
-    if not conv.can(LOOKUP) or conv.done(LOOKUP):
+    firms = [f for f in q.firms if not f.person]  # people are not in the ticker list
+    if not conv.can(LOOKUP) or conv.done(LOOKUP) or not firms:
         return None
-    calls = tuple(Call(LOOKUP, {"search_term": _term(f)}) for f in q.firms)
-    plural = "s" if len(q.firms) > 1 else ""
-    say = f"I'll look up {firm_names(q.firms)} in SEC's company list to confirm the CIK{plural}."
+    calls = tuple(Call(LOOKUP, {"search_term": _term(f)}) for f in firms)
+    plural = "s" if len(firms) > 1 else ""
+    say = f"I'll look up {firm_names(firms)} in SEC's company list to confirm the CIK{plural}."
     return Next(say, calls)
 
 

@@ -25,6 +25,7 @@ _TICKER = re.compile(r"^[A-Z]{2,5}(?:[.\-][A-Z])?$")
 _CIK_NUMBER = re.compile(r"^(?:CIK)?0*(\d{6,10})$", re.I)
 # English words one letter off a well-known name: never a misspelt company.
 _NEAR_NAMES = frozenset("apply ample metal chose chasm chases goggle googly".split())  # noqa: SIM905
+_POSSESSIVE = re.compile(r"[a-z]['’]s$")
 _LEGAL = frozenset("inc corp corporation co company ltd plc llc holdings group".split())  # noqa: SIM905
 
 
@@ -40,9 +41,17 @@ class Firm:
     """How the question named it ("Nvidia", "TSLA", "CIK 320193")."""
 
     @property
+    def person(self) -> bool:
+        """A person who files (a reporting owner), not a company: no ticker."""
+        return not self.ticker
+
+    @property
     def label(self) -> str:
         """A readable name for sentences: the name as written ("Nvidia", "Meta"), or the
         tidied SEC name when the question gave a ticker or CIK."""
+        if self.person:
+            last, first = [*self.name.split(), ""][:2]
+            return f"{first.title()} {last.title()}".strip()
         said = re.sub(r"^the\s+", "", self.said.lstrip("$"), flags=re.I)
         as_ticker = said.isupper() and said == self.ticker.upper()
         # Typed in lowercase ("nvidia", "jpmorgan"): SEC's spelling reads better.
@@ -78,7 +87,13 @@ class _Token:
 class CompanyIndex:
     """Name, prefix, ticker and CIK lookups over SEC's ticker map."""
 
-    def __init__(self, directory: CompanyDirectory) -> None:
+    def __init__(self, directory: CompanyDirectory, people: tuple[Listing, ...] = ()) -> None:
+        self.people: dict[str, Listing] = {}
+        """People who file (reporting owners: Form 3, 4, 13F), by "first last" and "last"."""
+        for person in people:
+            last, first = [*person.key.split(), ""][:2]
+            self.people.setdefault(f"{first} {last}".strip(), person)
+            self.people.setdefault(last, person)
         self.by_key: dict[str, Listing] = {}
         self.by_prefix: dict[str, Listing] = {}
         self.by_ticker: dict[str, Listing] = {}
@@ -113,6 +128,13 @@ class CompanyIndex:
 
     def _match(self, gram: list[_Token], before: _Token | None) -> Listing | None:
         words = [t.word for t in gram]
+        person = self.people.get(" ".join(words).lower()) if len(gram) <= 2 else None
+        if person is not None:
+            return person
+        if len(gram) == 1 and _POSSESSIVE.search(gram[0].text):
+            hit = self._possessive(gram[0])
+            if hit is not None:
+                return hit
         if len(gram) == 1:
             hit = self._single(gram[0], before)
             if hit is not None:
@@ -130,6 +152,15 @@ class CompanyIndex:
         lowercase = single and phrase not in ALIASES and not _capitalised(gram[0])
         if lowercase and key not in self.by_key:
             return None  # a lowercase word is a company only by its whole name ("tesla")
+        return self.by_key.get(key) or self.by_prefix.get(key)
+
+    def _possessive(self, token: _Token) -> Listing | None:
+        """ "costco's", "palantir's": a lowercase name said as an owner is a company when it
+        starts the name of one of the largest listings (never an everyday word)."""
+        word = token.word.lower()
+        if word in STOPWORDS or len(word) < 3 or word in BRAND_WORDS:
+            return None
+        key = ALIASES.get(word) or name_key(word)
         return self.by_key.get(key) or self.by_prefix.get(key)
 
     def _loose(self, word: str) -> Listing | None:
@@ -151,7 +182,12 @@ class CompanyIndex:
         return None
 
     def _unknown_run(self, tokens: list[_Token], i: int, unknown: list[str]) -> int:
-        """Collect a run of capitalised non-words starting at i; return where to go on."""
+        """Collect a run of capitalised non-words starting at i; return where to go on. A
+        possessive word that names nothing known ("acmecorp's") is an unknown name too."""
+        token = tokens[i]
+        if _POSSESSIVE.search(token.text) and not _plain(token.word) and len(token.word) > 2:
+            unknown.append(token.word[:1].upper() + token.word[1:])
+            return i + 1
         j = i
         while j < len(tokens) and _capitalised(tokens[j]) and not _plain(tokens[j].word):
             j += 1
@@ -206,6 +242,23 @@ def _plain(word: str) -> bool:
 
 
 async def load_index() -> CompanyIndex:
-    """The index over the ticker map bundled with the tools package."""
+    """The index over the ticker map bundled with the tools package, and the people whose
+    filings (as reporting owners) the offline snapshot holds."""
     directory = await Edgar(OfflineSec()).directory()
-    return await asyncio.to_thread(CompanyIndex, directory)
+    return await asyncio.to_thread(CompanyIndex, directory, snapshot_people(directory))
+
+
+def snapshot_people(directory: CompanyDirectory) -> tuple[Listing, ...]:
+    """Filers of the snapshot with no ticker whose SEC name reads "LAST FIRST [M]": people
+    (Warren Buffett files Forms 3, 4 and 13F as "BUFFETT WARREN E")."""
+    listed = {x.cik for x in directory.listings}
+    people = []
+    for held in OfflineSec().manifest["companies"]:
+        name = str(held["name"])
+        words = name_key(name).split()
+        if held["cik"] in listed or not held["submissions"] or not 2 <= len(words) <= 4:
+            continue
+        if any(w in _LEGAL or len(w) < 2 for w in words[:2]):
+            continue
+        people.append(Listing(int(held["cik"]), name, "", None, " ".join(words)))
+    return tuple(people)

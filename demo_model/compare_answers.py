@@ -3,56 +3,74 @@ from XBRL frames. Every figure is a reported value or a change between two of th
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from demo_model.conversation import Conversation, Step
-from demo_model.facts_answers import cap, failed, filing_ref, label_of, series_steps
+from demo_model.facts_answers import (
+    calendar_rows,
+    cap,
+    failed,
+    filing_ref,
+    label_of,
+    series_steps,
+)
 from demo_model.fmt import change, fiscal_year, money, period, table
+from demo_model.periods import asked_text, gate
 from demo_model.results import Series, as_series, reason_of, rows, text_of, valued
 from demo_model.shapes_chat import holdings, what_i_can_answer
+from demo_model.spans import Span
 from demo_model.understand import Question
 
-__all__ = ["balance_sheet", "compare", "overview", "rank"]
+__all__ = [
+    "BALANCE_SHEET_METRICS",
+    "balance_sheet",
+    "compare",
+    "dated_balance_sheet",
+    "overview",
+    "rank",
+]
 
 Entry = tuple[Series, list[dict[str, Any]]]
 
 
 def _entries(q: Question, conv: Conversation) -> tuple[list[Entry], list[str]]:
-    """Each company's values, newest first from the asked fiscal year; and the failures."""
+    """Each company's values, newest first from the period asked (through the gate: the
+    value of that period or none); and the failures."""
     entries: list[Entry] = []
     failures: list[str] = []
-    wanted = q.span.fiscal_year
     for step in series_steps(conv):
         s = as_series(step)
         if s is None:
-            failures.append(failed(step))
+            failures.append(failed(step, q))
             continue
+        kind = "instant" if s.instant else "annual"
         history = s.instant or s.annual
-        if wanted and not s.instant:
-            start = next((i for i, r in enumerate(history) if fiscal_year(r) == wanted), None)
-            history = history[start:] if start is not None else []
-        if history:
-            entries.append((s, history))
+        calendar = calendar_rows(conv, step.input.get("company_identifier"))
+        gated = gate(q.span, kind, history, calendar, conv.today)
+        if gated.row is not None:
+            entries.append((s, history[history.index(gated.row) :]))
         else:
-            failures.append(f"{s.company}: no {f'FY{wanted} ' if wanted else ''}value.")
+            asked = asked_text(q.span, gated.year)
+            failures.append(f"{s.company}: no value for {asked} ({gated.miss}).")
     return entries, failures
 
 
 def compare(q: Question, conv: Conversation) -> str:
     entries, failures = _entries(q, conv)
-    wanted = q.span.fiscal_year
+    wanted = q.span.fiscal_year and q.span.fiscal_year - q.span.back
     if not entries:
         return "\n\n".join(failures)
     entries.sort(key=lambda e: e[1][0]["value"], reverse=True)
     label, kind = label_of(series_steps(conv)[0]), "instant" if entries[0][0].instant else "annual"
     body = []
     for s, history in entries:
-        latest, prev = history[0], history[1] if len(history) > 1 else None
+        latest, prev = history[0], _year_before(history, kind)
         moved = change(latest["value"], prev["value"]) if prev else "–"
         body.append([s.company, period(latest, kind), money(latest["value"], s.unit), moved,
                      filing_ref(latest, s.cik)])  # fmt: skip
     top, top_rows = entries[0]
-    which = f"fiscal year {wanted}" if wanted else "latest fiscal year"
+    which = asked_text(q.span, wanted) if q.span != Span() else "latest period"
     # What could not be compared comes first, said plainly: the table is then only part.
     text = [*failures, ""] if failures else []
     text += [
@@ -69,6 +87,19 @@ def compare(q: Question, conv: Conversation) -> str:
     return "\n".join(text).strip()
 
 
+def _year_before(history: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    """The value a year before the first: the next annual one, or a balance a year older
+    (never the quarter before, which is not the prior year)."""
+    if kind != "instant":
+        return history[1] if len(history) > 1 else None
+    end = dt.date.fromisoformat(history[0]["end"])
+    return next(
+        (r for r in history[1:] if 350 <= (end - dt.date.fromisoformat(r["end"])).days <= 380),
+        None,
+    )
+
+
+BALANCE_SHEET_METRICS = ("assets", "liabilities", "equity", "cash", "debt")
 BALANCE_SHEET = (
     ("total_assets", "Total assets"),
     ("total_liabilities", "Total liabilities"),
@@ -102,6 +133,36 @@ def balance_sheet(q: Question, conv: Conversation) -> str:
     header = ["Item", "Latest", "As of", "Previous", "As of", "Change"]
     intro = f"**{company.get('name')}** balance sheet, latest reported values (from its {cited}):"
     return "\n".join([intro, "", table(header, body)])
+
+
+def dated_balance_sheet(q: Question, conv: Conversation) -> str:
+    """The balance sheet on the last day of the year asked, each line through the gate."""
+    body, cited, company, asked, misses = [], "", "", "", []
+    for step in series_steps(conv):
+        s = as_series(step)
+        if s is None:
+            misses.append(failed(step, q))
+            continue
+        company = company or s.company
+        calendar = calendar_rows(conv, step.input.get("company_identifier"))
+        gated = gate(q.span, "instant", s.instant, calendar, conv.today)
+        asked = asked or asked_text(q.span, gated.year)
+        if gated.row is None:
+            misses.append(f"{cap(label_of(step))}: {gated.miss}.")
+            continue
+        row = gated.row
+        cited = cited or f"{period(row, 'instant')}, from its {filing_ref(row, s.cik)}"
+        body.append([cap(label_of(step)), money(row["value"], s.unit), str(row["end"])])
+    if not body:
+        who = company or q.firms[0].label
+        return f"I have no balance-sheet values of {who} for {asked or 'that period'}: " + " ".join(
+            misses
+        )
+    intro = f"**{company}** balance sheet at the end of {asked} ({cited}):"
+    lines = [intro, "", table(["Item", "Value", "As of"], body)]
+    if misses:
+        lines += ["", "Not in the data for that date: " + " ".join(misses)]
+    return "\n".join(lines)
 
 
 def rank(q: Question, conv: Conversation) -> str:
@@ -155,7 +216,9 @@ def overview(q: Question, conv: Conversation) -> str:
     metrics, company = data.get("metrics"), data.get("company")
     if not isinstance(metrics, dict) or not isinstance(company, dict):
         firm = q.firms[0]
-        return f"{failed(step)}\n\n{holdings(firm)} {what_i_can_answer(firm)}"
+        return f"{failed(step, q)}\n\n{holdings(firm)} {what_i_can_answer(firm)}"
+    if q.span != Span():
+        return _overview_of_year(q, conv, metrics, company)
     years: list[dict[str, Any]] = []
     body = []
     for key, label in OVERVIEW:
@@ -179,3 +242,36 @@ def overview(q: Question, conv: Conversation) -> str:
     table_ = table(["Figure", heads[0], heads[1], "Change"], body)
     more = f'For the balance sheet, ask "Show {q.firms[0].label}\'s balance sheet".'
     return "\n".join([intro, "", table_, "", more])
+
+
+def _overview_of_year(
+    q: Question, conv: Conversation, metrics: dict[str, Any], company: dict[str, Any]
+) -> str:
+    """Key figures of the one year asked, each through the gate; the summary holds the
+    latest two fiscal years, so an older one is said to be missing, not replaced."""
+    name = company.get("name") or q.firms[0].label
+    body, cited, asked, misses = [], "", "", []
+    for key, label in OVERVIEW:
+        found = metrics.get(key)
+        annual = valued(found.get("annual")) if isinstance(found, dict) else []
+        gated = gate(q.span, "annual", annual, None, conv.today)
+        asked = asked or asked_text(q.span, gated.year)
+        if gated.row is None:
+            misses.append(f"{label.lower()} ({gated.miss})")
+            continue
+        row = gated.row
+        unit = str(found.get("unit") or "USD") if isinstance(found, dict) else "USD"
+        cited = cited or f"{period(row, 'annual')}, from its {filing_ref(row, company.get('cik'))}"
+        body.append([label, money(row["value"], unit)])
+    if not body:
+        return (
+            f"I have no key figures of **{name}** for {asked}: the summary I read holds its "
+            f"latest two fiscal years only ({'; '.join(misses[:1])}). Ask for one figure of "
+            f'that year, such as "{q.firms[0].label} revenue {_year_words(q)}".'
+        )
+    intro = f"**{name}**, key figures of {asked} ({cited}):"
+    return "\n".join([intro, "", table(["Figure", "Value"], body)])
+
+
+def _year_words(q: Question) -> str:
+    return f"FY{q.span.fiscal_year}" if q.span.fiscal_year else "last fiscal year"

@@ -10,12 +10,29 @@ from typing import Any
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
 from demo_model.margins import derived
+from demo_model.periods import Gated, asked_text, gate
+from demo_model.reply import Call
 from demo_model.results import Series, as_series, held_note, reason_of, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer
 from demo_model.understand import Question
 from demo_model.vocab import METRICS
 
-__all__ = ["Writer", "cap", "failed", "filing_ref", "label_of", "metric", "series_steps", "trend"]
+FACTS = "get_sec_company_facts"
+
+__all__ = [
+    "CALENDAR",
+    "FACTS",
+    "Writer",
+    "calendar_call",
+    "calendar_rows",
+    "cap",
+    "failed",
+    "filing_ref",
+    "label_of",
+    "metric",
+    "series_steps",
+    "trend",
+]
 
 Writer = Callable[[Question, Conversation], str]
 _LABELS = {m.facts_key: m.label for m in METRICS} | {"eps_basic": "basic EPS"}
@@ -39,23 +56,43 @@ def filing_ref(row: dict[str, Any], cik: int | None) -> str:
     return f"{row.get('form')} filed {row.get('filed')}, accession {cited}"
 
 
-def failed(step: Step) -> str:
-    who = step.input.get("company_identifier", "")
-    text = f"I couldn't get the {label_of(step)} of {who}: {reason_of(step)}."
+def failed(step: Step, q: Question | None = None) -> str:
+    who = str(step.input.get("company_identifier", ""))
+    named = next((f.label for f in q.firms if who in (str(f.cik), f.ticker)), who) if q else who
+    text = f"I couldn't get the {label_of(step)} of {named}: {reason_of(step)}."
     return text + held_note(step, "XBRL figures")
 
 
-def series_steps(conv: Conversation, tool: str = "get_sec_company_facts") -> list[Step]:
-    return conv.done(tool)
+CALENDAR = "us-gaap:NetIncomeLoss"
+"""Asked beside a balance-sheet figure of a fiscal year: the end dates of the company's
+fiscal years (its annual net income's periods), to find that year's last day."""
+
+
+def calendar_call(identifier: str, limit: int) -> Call:
+    return Call(FACTS, {"company_identifier": identifier, "concept": CALENDAR, "limit": limit})
+
+
+def calendar_rows(conv: Conversation, who: object) -> list[dict[str, Any]] | None:
+    """The company's annual periods, from the calendar call made for it."""
+    for step in conv.done(FACTS):
+        if step.input.get("concept") == CALENDAR and step.input.get("company_identifier") == who:
+            s = as_series(step)
+            return s.annual if s is not None else None
+    return None
+
+
+def series_steps(conv: Conversation, tool: str = FACTS) -> list[Step]:
+    """The figures asked for (not the calendar calls made to place them)."""
+    return [s for s in conv.done(tool) if s.input.get("concept") != CALENDAR]
 
 
 def metric(q: Question, conv: Conversation) -> str:
     if q.metrics and q.metrics[0].ratio is not None:
         steps = series_steps(conv)
-        broken = [failed(s) for s in steps if s.is_error]
+        broken = [failed(s, q) for s in steps if s.is_error]
         parts = broken[:1] if broken else [derived(q, conv, filing_ref)]
     else:
-        parts = [_metric_part(step, q) for step in series_steps(conv)]
+        parts = [_metric_part(step, q, conv) for step in series_steps(conv)]
     return "\n\n".join(parts) + _filings_note(q, conv)
 
 
@@ -71,61 +108,68 @@ def _pick(s: Series, q: Question) -> tuple[str, list[dict[str, Any]]]:
     return ("instant", s.instant) if s.instant else ("annual", s.annual)
 
 
-def _metric_part(step: Step, q: Question) -> str:
+def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
     s = as_series(step)
     if s is None:
-        return failed(step)
+        return failed(step, q)
     kind, history = _pick(s, q)
-    wanted = q.span.fiscal_year if kind == "annual" else None
-    if wanted:
-        pick = next((r for r in history if fiscal_year(r) == wanted), None)
-    else:
-        pick = history[0] if history else None
+    calendar = calendar_rows(conv, step.input.get("company_identifier"))
+    gated = gate(q.span, kind, history, calendar, conv.today)
+    pick = gated.row
     if pick is None:
-        return _missing(s, step, wanted)
+        return _missing(s, step, q, gated)
     loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (
         f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}**{loss} "
-        f"({period(pick, kind)}), per its {filing_ref(pick, s.cik)}."
+        f"({when(pick, kind, gated)}), per its {filing_ref(pick, s.cik)}."
     )
     if _DID_IT.search(q.text) and s.unit == "USD":
         text = ("No, a loss: " if pick["value"] < 0 else "Yes: ") + text
-    return text + _context(s, history, pick, kind) + f" (XBRL concept `{s.concept}`.)"
+    return text + _change(s, history, pick, kind) + f" (XBRL concept `{s.concept}`.)"
 
 
-def _missing(s: Series, step: Step, wanted: int | None) -> str:
-    """Said plainly: the year asked for is not in the data, and what the data covers."""
+def when(row: dict[str, Any], kind: str, gated: Gated) -> str:
+    """The period of a value, in the words of the question's period."""
+    if kind == "instant" and gated.year:
+        return f"at {row['end']}, the end of FY{gated.year}"
+    return period(row, kind)
+
+
+def _missing(s: Series, step: Step, q: Question, gated: Gated) -> str:
+    """Said plainly: the period asked for is not in the data (and why), what the data
+    covers, and no figure at all."""
     where = "the offline snapshot" if "offline" in text_of(step, "source") else "the XBRL data"
-    label = label_of(step)
-    if not wanted or not s.annual:
-        return f"{where.capitalize()} has no annual or balance-sheet {label} for {s.company}."
+    label, asked = label_of(step), asked_text(q.span, gated.year)
+    text = f"I have no {label} of {s.company} for {asked}: {gated.miss}."
+    if s.instant:
+        return text + (
+            f" In {where}, its {label} is reported at dates from {s.instant[-1]['end']} to "
+            f"{s.instant[0]['end']}."
+        )
+    if not s.annual:
+        return text + f" {cap(where)} has no annual {label} for {s.company}."
     newest, oldest = s.annual[0], s.annual[-1]
     last_end = max([newest["end"], *(r["end"] for r in s.quarterly[:1])])
-    return (
-        f"{where.capitalize()} has no {label} of {s.company} for fiscal year {wanted}: its "
-        f"{label} runs from FY{fiscal_year(oldest)} to FY{fiscal_year(newest)}, and its figures "
-        f"for {s.company} end with the period ended {last_end}. I can answer for any of those "
-        f'years: ask for "{s.company} {label} FY{fiscal_year(newest)}".'
+    return text + (
+        f" In {where}, its annual {label} runs from FY{fiscal_year(oldest)} to "
+        f"FY{fiscal_year(newest)}, and its figures for {s.company} end with the period ended "
+        f"{last_end}. I can answer for any of those years: ask for "
+        f'"{s.company} {label} FY{fiscal_year(newest)}".'
     )
 
 
-def _context(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind: str) -> str:
-    """The period before, with the change, and a more recent quarter if there is one."""
-    text = ""
+def _change(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind: str) -> str:
+    """The change on the period before, as a percentage: no figure of another period."""
     older = history[history.index(pick) + 1 :]
-    if older:
-        prev = older[0]
-        text += (
-            f" The period before ({period(prev, kind)}) it was {money(prev['value'], s.unit)}, "
-            f"a change of {change(pick['value'], prev['value'])}."
-        )
-    if kind == "annual" and s.quarterly and s.quarterly[0]["end"] > pick["end"]:
-        quarter = s.quarterly[0]
-        text += (
-            f" Most recent quarter: {money(quarter['value'], s.unit)} "
-            f"({period(quarter, 'quarterly')}, {quarter.get('form')} filed {quarter.get('filed')})."
-        )
-    return text
+    if not older or kind == "instant":
+        return ""
+    prev = older[0]
+    if kind == "annual" and fiscal_year(prev) != fiscal_year(pick) - 1:
+        return ""
+    moved = change(pick["value"], prev["value"])
+    if moved == "n/m":
+        return ""
+    return f" That is a change of {moved} on {period(prev, kind)}."
 
 
 def _filings_note(q: Question, conv: Conversation) -> str:
@@ -140,7 +184,7 @@ def _filings_note(q: Question, conv: Conversation) -> str:
 def trend(q: Question, conv: Conversation) -> str:
     found = [(step, as_series(step)) for step in series_steps(conv)]
     series = [(step, s) for step, s in found if s is not None and s.annual]
-    failures = [failed(step) for step, s in found if s is None]
+    failures = [failed(step, q) for step, s in found if s is None]
     if not series:
         return "\n\n".join(failures or ["The data has no annual values."]) + _filings_note(q, conv)
     step, main = series[0]

@@ -9,7 +9,9 @@ from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import fiscal_year, money, period, table
+from demo_model.periods import Gated, asked_text, gate
 from demo_model.results import Series, as_series
+from demo_model.spans import Span
 from demo_model.understand import Question
 from demo_model.vocab import METRIC_BY_KEY, Metric
 
@@ -73,31 +75,25 @@ def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None)
     top, bottom = found
     kind = "quarterly" if q.span.quarter else "annual"
     pairs = _pairs(metric, top, bottom, kind)
-    wanted = q.span.fiscal_year if kind == "annual" else None
-    latest = getattr(top, kind)[:1]
-    if wanted:
-        pairs = [p for p in pairs if fiscal_year(p[0]) <= wanted]
-    if not pairs or (fiscal_year(pairs[0][0]) != wanted if wanted else pairs[0][0] != latest[0]):
-        return _cannot(q, top, bottom, kind)
-    pair = pairs[0]
+    gated = gate(q.span, kind, getattr(top, kind), None, conv.today)
+    pair = next((p for p in pairs if p[0] is gated.row), None)
+    if pair is None:
+        return _cannot(q, top, bottom, kind, gated)
     text = (
         f"**{top.company}**'s {metric.label} was **{_value(metric, pair)}** in "
         f"{period(pair[0], kind)}: {_how(metric, pair)}, per its {cite(pair[0], top.cik)}."
     )
-    if len(pairs) > 1:
-        before = _value(metric, pairs[1])
-        if metric.difference:  # a computed amount is shown with what it is computed from
-            before += f" ({_how(metric, pairs[1])})"
-        text += f" The period before ({period(pairs[1][0], kind)}) it was {before}."
     sign = "−" if metric.difference else "÷"
     return text + f" (XBRL `{top.concept}` {sign} `{bottom.concept}`.)"
 
 
-def _cannot(q: Question, top: Series, bottom: Series, kind: str) -> str:
+def _cannot(q: Question, top: Series, bottom: Series, kind: str, gated: Gated) -> str:
     """Said plainly when the two figures are not both there for the period asked."""
     metric, (top_metric, bottom_metric) = q.metrics[0], margin_parts(q.metrics[0])
     latest = "its latest fiscal year" if kind == "annual" else "its latest quarter"
-    wanted = f"fiscal year {q.span.fiscal_year}" if q.span.fiscal_year else latest
+    wanted = asked_text(q.span, gated.year) if q.span != Span() else latest
+    if gated.row is None and gated.miss:
+        wanted += f" ({gated.miss})"
     ends = [
         f"its {m.label} through {period(s_rows[0], kind)}" if s_rows else f"no {kind} {m.label}"
         for m, s_rows in ((top_metric, getattr(top, kind)), (bottom_metric, getattr(bottom, kind)))
@@ -118,7 +114,7 @@ def derived_trend(q: Question, conv: Conversation, cite: Cite) -> str:
     top, bottom = found
     pairs = list(reversed(_pairs(metric, top, bottom, "annual")))
     if not pairs:
-        return _cannot(q, top, bottom, "annual")
+        return _cannot(q, top, bottom, "annual", Gated("annual", None))
     top_m, bottom_m = margin_parts(metric)
     header = ["Fiscal year", "Period ended", metric.label.capitalize(), top_m.label.capitalize(),
               bottom_m.label.capitalize()]  # fmt: skip

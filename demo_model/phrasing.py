@@ -9,7 +9,7 @@ import re
 from demo_model.companies import loose_name, typo_distance
 from demo_model.vocab import STOPWORDS
 
-__all__ = ["GREETING", "THANKS", "correct", "unsupported_reason"]
+__all__ = ["ADVICE_REASON", "DECLINED", "GREETING", "THANKS", "correct", "unsupported_reason"]
 
 # The words of finance questions a typo is corrected to (lowercase, whole words).
 _WORDS = frozenset(
@@ -26,16 +26,25 @@ GREETING = re.compile(
     r"(?: there)?[\s!.,]*(?:demo|bot|model)?\W*$",
     re.I,
 )
+_THANKS = (
+    r"(?:thanks?|thank you|thx|ty|cheers|much appreciated|great|perfect|ok(?:ay)?|cool|"
+    r"got it|that'?s all|that is all|bye|goodbye|good ?bye|see you|see ya|later|ciao|"
+    r"have a (?:good|nice) (?:one|day))"
+)
 THANKS = re.compile(
-    r"^\W*(?:thanks?|thank you|thx|ty|cheers|much appreciated|great,? thanks?|perfect,? thanks?)"
-    r"(?: (?:so much|a lot|very much))?\W*$",
+    rf"^\W*{_THANKS}(?: (?:so much|a lot|very much|for (?:the|your) help))?"
+    rf"(?:\W+{_THANKS}(?: (?:so much|a lot|very much|for (?:the|your) help))?)*\W*$",
     re.I,
 )
+ADVICE_REASON = "I give no investment advice"
+CONSENSUS_REASON = "consensus and analysts' estimates are forecasts"
+DECLINED = (ADVICE_REASON, CONSENSUS_REASON)
+"""Reasons that hold whoever the question is about: declined even without a company."""
 
 # Questions with no answer in reported SEC data (or none this demo can read), and why.
 # The first rule is for figures only (a filing list may name a quarter); the next two hold
 # even when the question names a figure ("revenue guidance"); the rest only when it does not.
-_STRONG = 3
+_STRONG = 7
 _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"\bq[1-4]\s*'?(?:fy)?\s*(?:19|20)?\d{2}\b|\b(?:19|20)\d{2}\s*q[1-4]\b|"
@@ -43,6 +52,32 @@ _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
         "a named quarter (\"Q4 2025\") is a fiscal quarter for the company but a calendar "
         "one in XBRL, and I won't guess which you mean; ask for \"last quarter\" or a "
         "fiscal year",
+    ),
+    (
+        re.compile(r"\b(?:good|bad|smart) (?:buy|investment|stock)\b|\bbuy or sell\b|"
+                   r"\bshould (?:i|we|you)\b|\b(?:worth|time to) (?:buy|sell|short)|"
+                   r"\b(?:over|under)valued\b|\bprice targets?\b|\brecommend|"
+                   r"\bgo long\b|\bshort(?:ing)? (?:the )?(?:stock|shares)\b|\binvest in\b", re.I),
+        f"{ADVICE_REASON}: whether to buy, sell or short is a judgement, not a reported "
+        "figure, and I answer only from what companies have filed with the SEC",
+    ),
+    (
+        re.compile(r"\bconsensus\b|\bthe street\b|\bstreet (?:estimates?|expects?)|"
+                   r"\banalysts?['’]? (?:estimates?|expectations?|forecasts?|targets?|ratings?)|"
+                   r"\bwall street\b", re.I),
+        f"{CONSENSUS_REASON} by people outside the company, not "
+        "reported figures, and I answer only from what companies have filed with the SEC",
+    ),
+    (
+        re.compile(r"\bebitda\b|\bnon-?gaap\b|\badjusted (?:eps|earnings|income)\b", re.I),
+        "EBITDA and other non-GAAP measures are not reported in XBRL, and I don't compute "
+        "them; I can give operating income, net income or depreciation and amortization",
+    ),
+    (
+        re.compile(r"\bp/?e\b(?: ratio)?|\bpe ratio\b|\bev/|\bprice[- ]to[- ]|\broe\b|"
+                   r"\broic\b|\breturn on (?:equity|assets|invested capital)\b", re.I),
+        "valuation and return ratios are not reported figures (a valuation needs market "
+        "prices, which SEC filings don't have); I can give the reported figures and margins",
     ),
     (
         re.compile(r"\bguidance\b|\bforecast|\boutlook\b|\bprojections?\b|\bestimates?\b|"

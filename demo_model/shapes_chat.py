@@ -4,6 +4,7 @@ instead. No figure and no date appears here: those only ever come from tool resu
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from demo_model.common import firm_names
@@ -26,7 +27,12 @@ def plan_greeting(q: Question, conv: Conversation) -> str:
     return GREETING
 
 
+_BYE = re.compile(r"\bbye\b|goodbye|see (?:you|ya)|\blater\b|have a (?:good|nice)", re.I)
+
+
 def plan_thanks(q: Question, conv: Conversation) -> str:
+    if _BYE.search(q.text):
+        return "You're welcome. Goodbye!"
     return "You're welcome. Ask another question whenever you like."
 
 

@@ -14,7 +14,7 @@ from demo_model.digest import (
     table_rows,
     topic_points,
 )
-from demo_model.fmt import count, link
+from demo_model.fmt import count, fiscal_year, link
 from demo_model.reading import (
     Candidate,
     candidate_for,
@@ -46,10 +46,15 @@ def plan_section(q: Question, conv: Conversation) -> Next | str:
     if first is not None:
         return first
     firm = q.firms[0]
+    wanted = q.span.fiscal_year - q.span.back if q.span.fiscal_year else None
     if conv.can(FILINGS) and not conv.done(FILINGS):
         say = f"{confirmed(q.firms, conv)}I'll find its recent {form} filings{span_text(q.span)}."
-        return Next(say, (filings_call(ident(firm, conv), q, form, 3),))
+        return Next(say, (filings_call(ident(firm, conv), q, form, 10 if wanted else 3),))
     candidates = from_list(conv.done(FILINGS))
+    if wanted:  # only the report of the fiscal year asked, never a neighbour's
+        candidates = [
+            c for c in candidates if c.period and fiscal_year({"end": c.period}) == wanted
+        ]
     section = topic.section if form == topic.form else None
     target = next_read(candidates, conv)
     if target is not None:
@@ -57,7 +62,8 @@ def plan_section(q: Question, conv: Conversation) -> Next | str:
         return Next(read_say(target, conv, what), (read_call(target, section),))
     if not conv.done(FILINGS):
         return unavailable(FILINGS, "find the filing to read", conv)
-    return _document_answer(q, conv, candidates, f"{topic.label} ({section or form})")
+    of_year = f" of FY{wanted}" if wanted else ""
+    return _document_answer(q, conv, candidates, f"{topic.label} ({section or form}){of_year}")
 
 
 def plan_exec(q: Question, conv: Conversation) -> Next | str:

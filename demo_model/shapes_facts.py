@@ -10,7 +10,9 @@ import datetime as dt
 from demo_model import compare_answers, facts_answers
 from demo_model.common import Next, firm_names, ident
 from demo_model.conversation import Conversation
+from demo_model.facts_answers import calendar_call
 from demo_model.margins import derived_compare, derived_trend, margin_parts
+from demo_model.periods import wants_calendar
 from demo_model.reply import Call
 from demo_model.shapes_filings import FILINGS, filings_call, unavailable
 from demo_model.understand import Question
@@ -62,14 +64,21 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
         if metrics[0].ratio:
             say += f" and compute its {metrics[0].label} from them"
         calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
+        if any(wants_calendar(q.span, m.instant) for m in parts):
+            say += ", and the end dates of its fiscal years, to place the year's last day"
+            calls += (calendar_call(q.firms[0].ticker, _limit(q, conv)),)
         return Next(say + ".", calls)
     return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
 
 
 def _limit(q: Question, conv: Conversation) -> int:
-    """Enough annual values to reach the fiscal year asked about."""
+    """Enough values to reach the fiscal year asked about: a year has one annual value
+    and up to four balance-sheet dates."""
     fiscal = q.span.fiscal_year
-    return max(8, conv.today.year - fiscal + 3) if fiscal else 8
+    if not fiscal:
+        return 8
+    years = conv.today.year - fiscal + 3
+    return min(80, max(8, years * 4 if any(m.instant for m in q.metrics) else years))
 
 
 def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:
@@ -120,9 +129,11 @@ def plan_compare(q: Question, conv: Conversation) -> Next | str:
     if metric.ratio:
         return _derived(q, conv, lambda q, c: derived_compare(q, c, facts_answers.filing_ref))
     if conv.can(FACTS) and not conv.done(FACTS):
-        fiscal = q.span.fiscal_year
-        limit = max(3, conv.today.year - fiscal + 3) if fiscal else 3
-        calls = tuple(_facts_call(f.ticker, metric, limit) for f in q.firms[:MAX_CALLS])
+        limit = _limit(q, conv) if q.span.fiscal_year else 3
+        firms = q.firms[: MAX_CALLS // 2]
+        calls = tuple(_facts_call(f.ticker, metric, limit) for f in firms)
+        if wants_calendar(q.span, metric.instant):
+            calls += tuple(calendar_call(f.ticker, limit) for f in firms)
         say = (
             f"I'll fetch the {metric.label} of {firm_names(q.firms)} from their XBRL data, "
             "one request per company, in parallel."
@@ -139,6 +150,8 @@ def plan_overview(q: Question, conv: Conversation) -> Next | str:
 
 
 def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
+    if q.span.names_year and not q.span.quarter:
+        return _dated_balance_sheet(q, conv)
     if conv.can(FACTS) and not conv.done(FACTS):
         say = (
             f"I'll fetch the key figures {q.firms[0].label} reports in XBRL; the summary "
@@ -146,6 +159,21 @@ def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
         )
         return Next(say, (Call(FACTS, {"company_identifier": q.firms[0].ticker}),))
     return _answer_or_unavailable(q, conv, compare_answers.balance_sheet)
+
+
+def _dated_balance_sheet(q: Question, conv: Conversation) -> Next | str:
+    """The balance sheet at the end of a year: each line's history and the fiscal calendar,
+    in parallel, and the values dated on that year's last day."""
+    firm, limit = q.firms[0], _limit(q, conv)
+    if conv.can(FACTS) and not conv.done(FACTS):
+        lines = [METRIC_BY_KEY[key] for key in compare_answers.BALANCE_SHEET_METRICS]
+        calls = tuple(_facts_call(firm.ticker, m, limit) for m in lines)
+        say = (
+            f"I'll fetch each line of {firm.label}'s balance sheet from its XBRL data and the "
+            "end dates of its fiscal years, in parallel, to read the values on the year's last day."
+        )
+        return Next(say, (*calls, calendar_call(firm.ticker, limit)))
+    return _answer_or_unavailable(q, conv, compare_answers.dated_balance_sheet)
 
 
 def plan_rank(q: Question, conv: Conversation) -> Next | str:

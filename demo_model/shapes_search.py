@@ -47,6 +47,21 @@ def plan_help(q: Question, conv: Conversation) -> str:
             "Market prices (share price, market capitalisation, valuation) are not in SEC "
             "filings, and I have no market-data tool, so I can't answer that. " + HELP
         )
+    if q.metrics and not q.firms:
+        what = " and ".join(m.label for m in q.metrics[:2])
+        return (
+            f"I understood a question about {what}, but not which company it is about: I "
+            "found no company or person I know in it, so I give no figure. Name the company "
+            f'("Apple {q.metrics[0].label}", or its ticker, "AAPL"). For a ranking across '
+            f'companies, ask "Which companies reported the most {q.metrics[0].label} in CY2024?"'
+        )
+    if q.unclear:
+        said = "”, “".join(q.unclear)
+        return (
+            f"I didn't understand the period “{said}” (I found no company, and no earlier "
+            "question to place it on), so I give no figure for a guessed period. Ask with the "
+            'company and the fiscal year ("Apple revenue FY2023").'
+        )
     if q.text.strip() and not CUES["help"].search(q.text):
         return "That is outside what I can research. " + HELP
     return HELP

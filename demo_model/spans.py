@@ -25,13 +25,77 @@ class Span:
     calendar_year: int | None = None
     quarter: bool = False
     """The latest quarter ("last quarter"), not a year."""
+    latest_year: bool = False
+    """The latest fiscal year ("last fiscal year", "last yr")."""
+    back: int = 0
+    """Years before the period named (with `latest_year` or `fiscal_year`)."""
+    relative: bool = False
+    """Said relative to an earlier question ("that year", "the year before")."""
+    unclear: str | None = None
+    """A period said that cannot be placed ("Q3", "trailing twelve months"): no figure of a
+    guessed period is given for it."""
+
+    @property
+    def names_year(self) -> bool:
+        return bool(self.fiscal_year or self.latest_year or self.calendar_year)
 
 
 def _number(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
 
 
+# Periods that cannot be placed: a named quarter or half is fiscal for the company but
+# calendar in XBRL's frames; trailing and year-to-date sums are not reported values.
+_UNCLEAR = re.compile(
+    r"\bq[1-4]\b(?:\s*(?:fy|cy)?\s*'?(?:19|20)?\d{2}\b)?|\b(?:19|20)\d{2}\s*q[1-4]\b|"
+    r"\b(?:first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b|"
+    r"\bh[12]\b|\b(?:first|second) half\b|\bttm\b|\bltm\b|"
+    r"\b(?:trailing|last|past) (?:twelve|12) months\b|\bytd\b|year[- ]to[- ]date|"
+    r"\b(?:this|current|next|coming) (?:fiscal )?year\b|\bfy\s*(?:19|20)?\d{2}\s*q[1-4]\b",
+    re.I,
+)
+_SAME = re.compile(r"\b(?:that|same|this) (?:fiscal )?(?:year|period)\b", re.I)
+_BEFORE = re.compile(
+    r"\b(?:the )?(?:fiscal )?year (?:before|earlier|prior)(?: that)?\b|"
+    r"\b(?:a|one) year (?:before|earlier)\b|\b(?:the )?(?:prior|previous|preceding) "
+    r"(?:fiscal )?year\b",
+    re.I,
+)
+_LATEST_YEAR = re.compile(
+    r"\b(?:last|latest|most recent|past|recent|last reported|last full|last complete[d]?) "
+    r"(?:full |complete |reported )?(?:fiscal |financial )?(?:year|fy)\b|"
+    r"\b(?:last|latest|most recent) (?:annual|full[- ]year)\b|\blast fy\b",
+    re.I,
+)
+_SHORT_FY = re.compile(r"\b(?:fy|fiscal(?: year)?)\s*['’]?(\d{2})\b(?!\d)", re.I)
+_SHORT_YEAR = re.compile(r"(?<![\w$])['’](\d{2})\b")
+
+
+def unclear_period(text: str) -> str | None:
+    """The part of a question naming a period that cannot be placed, as said."""
+    found = _UNCLEAR.search(text)
+    return found.group().strip() if found else None
+
+
 def find_span(text: str, today: dt.date) -> Span:
+    """The period of a question; relative ones ("that year") are placed by the caller."""
+    text = re.sub(r"\byrs?\b", lambda m: "years" if m.group().endswith("s") else "year", text)
+    unclear = unclear_period(text)
+    if unclear:
+        return Span(unclear=unclear)
+    found = _find_span(text, today)
+    if found != Span():
+        return found
+    if _SAME.search(text):
+        return Span(relative=True)
+    if _BEFORE.search(text):
+        return Span(relative=True, back=1)
+    if _LATEST_YEAR.search(text):
+        return Span(latest_year=True)
+    return found
+
+
+def _find_span(text: str, today: dt.date) -> Span:
     def year(m: re.Match[str], group: int = 1) -> int:
         return int(m.group(group))
 
@@ -50,8 +114,14 @@ def find_span(text: str, today: dt.date) -> Span:
         return Span(dt.date(year(m), 1, 1), dt.date(year(m), 12, 31), calendar_year=year(m))
     if m := re.search(rf"\b(?:FY|fiscal(?: year)?)\s*'?{_YEAR}\b", text, re.I):
         return Span(fiscal_year=year(m))
-    if m := re.search(rf"\b{_YEAR}\b", text):
-        y = year(m)
+    return _one_year(text)
+
+
+def _one_year(text: str) -> Span:
+    if m := _SHORT_FY.search(text):
+        return Span(fiscal_year=2000 + int(m.group(1)))  # "fy23", "FY'23", "fiscal 23"
+    if m := re.search(rf"\b{_YEAR}\b", text) or _SHORT_YEAR.search(text):
+        y = int(m.group(1)) if len(m.group(1)) == 4 else 2000 + int(m.group(1))
         return Span(dt.date(y, 1, 1), dt.date(y, 12, 31), fiscal_year=y, calendar_year=y)
     return Span()
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
-from demo_model.phrasing import GREETING, THANKS, correct, unsupported_reason
+from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
 from demo_model.spans import Span, find_limit, find_span
 from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
 
@@ -38,7 +38,9 @@ NEEDS_FIRM: frozenset[Intent] = frozenset(
 _CUES = {
     "help": r"^\W*(?:hi|hello|hey|help|what can you do)\b",
     "full_text": r"\bmention(?:s|ed|ing)?\b|full[- ]text|\bcontain(?:s|ing)? the (?:word|phrase)|"
-    r"\bsearch\b[^\"“']*[\"“']|\bfilings? (?:that )?(?:say|discuss|talk about|refer to)\b",
+    r"\bsearch\b[^\"“']*[\"“']|\bfilings? (?:that )?(?:say|saying)\b|"
+    r"\b(?:filings?|10-?[kq]s?|8-?ks?|reports?|disclosures?) (?:that )?"
+    r"(?:discuss(?:es|ing)?|talk(?:s|ing)? about|refer(?:s|ring)? to|cit(?:e|es|ing))\b",
     "web": r"\bnews\b|\bweb\b|headlines?|articles?|\bonline\b|internet|press coverage",
     "lookup": r"\bcik\b|\bticker\b|\bsymbol\b|which exchange|look ?up|\bidentif",
     "rank": r"which compan|\btop \d|\brank|\blargest\b|\bbiggest\b|\bhighest\b|\bmost\b",
@@ -59,7 +61,8 @@ _LAST_QUARTER = re.compile(
 )
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b|"
-    r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$",
+    r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$|"
+    r"^\W*(?:in |for )?(?:fy|fiscal )\s*'?\d{2}\W*$",
     re.I,
 )
 
@@ -78,6 +81,8 @@ class Question:
     limit: int | None = None
     reason: str | None = None
     """Why the demo cannot answer (intent `unsupported`)."""
+    unclear: tuple[str, ...] = ()
+    """Parts of the question not understood, as said (a period it cannot place)."""
 
 
 def understand(
@@ -88,31 +93,21 @@ def understand(
     firms, unknown = found.firms, found.unknown
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
     span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
-    follow_up = bool(earlier) and bool(_FOLLOW_UP.search(text))
-    if follow_up and not (metrics or topic or forms):
-        before = understand(earlier[-1], index, today, earlier[:-1])
-        if before.intent not in CHAT:  # "and in 2022?", "what about NVIDIA?"
-            return _carry_on(before, text, firms, span)
-    if follow_up and not firms and not unknown:
-        firms = _firms_from(earlier, index)  # "And its net income?"
+    follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative)
+    before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
+    if span.relative:
+        span = placed(span, before.span if before else None, text)
+    if before is not None and not (metrics or topic or forms) and before.intent not in CHAT:
+        return _carry_on(before, text, firms, span)  # "and in 2022?", "what about NVIDIA?"
+    if before is not None and not firms and not unknown:
+        firms = before.firms or _firms_from(earlier, index)  # "And its net income?"
+    if before is not None and metrics and span == Span() and before.metrics:
+        span = before.span  # "and its cash then?": the period carries as the company does
     reason = unsupported_reason(text, bool(metrics))
     intent = _intent(text, bool(firms), metrics, topic, forms)
-    if reason and firms:
+    if reason and (firms or reason.startswith(DECLINED)):
         intent = "unsupported"
-    if (
-        intent == "metric"
-        and span.after
-        and (not span.before or span.before.year > span.after.year)
-    ):
-        intent = "trend"  # "revenue between 2019 and 2022", "since 2020"
-    if intent == "rank" and metrics[0].ratio:
-        intent, reason = "unsupported", "I compute margins one company at a time"
-    if intent in NEEDS_FIRM | {"lookup"} and not firms:
-        intent = "unknown_company" if unknown else "help"
-    if intent in ("metric", "trend") and len(firms) > 1:
-        intent = "compare"
-    if intent == "compare" and len(firms) < 2:
-        intent = "metric"
+    intent, reason = _settle(intent, reason, firms, unknown, metrics, span)
     return Question(
         text=text,
         intent=intent,
@@ -125,7 +120,96 @@ def understand(
         phrase=find_phrase(text) if intent in ("full_text", "web") else None,
         limit=find_limit(text),
         reason=reason,
+        unclear=(span.unclear,) if span.unclear else (),
     )
+
+
+def _settle(
+    intent: Intent, reason: str | None, firms: tuple[Firm, ...], unknown: tuple[str, ...],
+    metrics: tuple[Metric, ...], span: Span,
+) -> tuple[Intent, str | None]:  # fmt: skip
+    """The shape once every part is accounted for: what cannot be answered says why."""
+    if intent in FIGURES and firms and all(f.person for f in firms):
+        return "unsupported", PERSON_FIGURES
+    intent = _by_span(intent, span)
+    if intent == "rank" and metrics[0].ratio:
+        return "unsupported", "I compute margins one company at a time"
+    if intent == "rank" and span.fiscal_year and not span.calendar_year:
+        return "unsupported", RANK_FISCAL
+    if intent in NEEDS_FIRM | {"lookup"} and not firms:
+        intent = "unknown_company" if unknown else "help"
+    if intent in ("metric", "trend") and len(firms) > 1:
+        intent = "compare"
+    if intent == "compare" and len(firms) < 2:
+        intent = "metric"
+    declined = bool(reason and reason.startswith(DECLINED))
+    if span.unclear and not declined and (intent in FIGURES or (metrics and intent != "help")):
+        return "unsupported", period_reason(span.unclear)
+    return intent, reason
+
+
+def _by_span(intent: Intent, span: Span) -> Intent:
+    """One figure or its history, by the period: one year asks for one figure."""
+    if intent not in ("metric", "trend"):
+        return intent
+    if span.after and span.before and _one_year(span):
+        return "metric"  # "revenue growth in 2023": that year's figure and its change
+    if span.after:
+        return "trend"  # "revenue between 2019 and 2022", "since 2020"
+    if span.fiscal_year or span.latest_year:
+        return "metric"  # "rev growth y/y last fiscal year": one year and its change
+    return intent
+
+
+def _one_year(span: Span) -> bool:
+    return bool(span.after and span.before and span.after.year == span.before.year)
+
+
+FIGURES: frozenset[Intent] = frozenset(
+    {"metric", "trend", "compare", "balance_sheet", "overview", "rank"}
+)
+PERSON_FIGURES = (
+    "reported figures (XBRL) are companies', and a person files none; for a person who "
+    'files I can list the filings ("Warren Buffett\'s Form 4s")'
+)
+RANK_FISCAL = (
+    "SEC's XBRL frames rank companies by calendar period, and fiscal years differ from company "
+    'to company, so I won\'t rank by a fiscal year; ask for a calendar year ("in CY2023")'
+)
+
+
+def period_reason(said: str) -> str:
+    return (
+        f"I didn't understand the period “{said}”: a named quarter or half is fiscal for the "
+        "company but calendar in XBRL, and trailing or year-to-date sums are not reported "
+        'values, so I give no figure for a guessed period. Ask for a fiscal year ("FY2024"), '
+        '"last fiscal year" or "last quarter"'
+    )
+
+
+def placed(span: Span, prior: Span | None, text: str) -> Span:
+    """A period said relative to the earlier question ("that year", "the year before"),
+    placed on that question's period; without one it is named as not understood."""
+    said = _RELATIVE_SAID.search(text)
+    words = said.group() if said else "that year"
+    if prior is None or prior.unclear or prior.quarter:
+        return Span(unclear=prior.unclear if prior and prior.unclear else words)
+    if prior.fiscal_year:
+        return Span(fiscal_year=prior.fiscal_year - prior.back - span.back)
+    if prior.calendar_year:
+        y = prior.calendar_year - span.back
+        return Span(dt.date(y, 1, 1), dt.date(y, 12, 31), calendar_year=y)
+    if prior.after or prior.before:
+        return Span(unclear=words)  # a range of years has no single year before it
+    return Span(latest_year=True, back=prior.back + span.back)
+
+
+_RELATIVE_SAID = re.compile(
+    r"\b(?:that|same|this) (?:fiscal )?(?:year|period)\b|"
+    r"\b(?:the )?(?:fiscal )?year (?:before|earlier|prior)(?: that)?\b|"
+    r"\b(?:prior|previous|preceding) (?:fiscal )?year\b",
+    re.I,
+)
 
 
 def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) -> Question:
@@ -135,7 +219,13 @@ def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) 
     if intent == "compare" and len(firms) < 2:
         intent = "metric"
     span = span if span != Span() else before.span
-    return replace(before, text=text, intent=intent, firms=firms, span=span)
+    reason = before.reason
+    if span.unclear and intent in FIGURES:
+        intent, reason = "unsupported", period_reason(span.unclear)
+    unclear = (span.unclear,) if span.unclear else ()
+    return replace(
+        before, text=text, intent=intent, firms=firms, span=span, reason=reason, unclear=unclear
+    )
 
 
 def _cue(name: str, text: str) -> bool:
@@ -183,8 +273,8 @@ def _figures_or_filings(
 
 
 def _metric_intent(text: str, has_firm: bool) -> Intent:
-    if not has_firm:
-        return "rank"
+    if not has_firm:  # a figure of no company named: which one is not understood
+        return "rank" if _cue("rank", text) else "metric"
     if re.search(r"\bcompar|\bvs\.?\s|\bversus\b|\bagainst\b", text, re.I):
         return "compare"
     return "trend" if CUES["trend"].search(text) else "metric"
@@ -221,7 +311,10 @@ def find_phrase(text: str) -> str | None:
     """The words to search for: a quoted phrase, or what follows "mention"/"news about"."""
     if m := re.search(r"[\"“'‘]([^\"”'’]{2,80})[\"”'’]", text):
         return m.group(1).strip()
-    after = r"(?:mention(?:s|ed|ing)?|news (?:about|on|for)|about|for|on)\s+(.+?)\s*(?:\?|$|\bin\b)"
+    after = (
+        r"(?:mention(?:s|ed|ing)?|discuss(?:es|ing)?|talk(?:s|ing)? about|refer(?:s|ring)? to|"
+        r"cit(?:e|es|ing)|news (?:about|on|for)|about|for|on)\s+(.+?)\s*(?:\?|$|\bin\b)"
+    )
     if m := re.search(after, text, re.I):
         return m.group(1).strip(" .?!")
     return None

@@ -67,7 +67,8 @@ METRICS: tuple[Metric, ...] = (
             r"dividends? (?:per|a) share|per[- ]share dividends?|\bdps\b"),
     _metric("eps", "diluted EPS", "eps_diluted",
             "EarningsPerShareDiluted EarningsPerShareBasic", "USD/shares", False,
-            r"\beps\b|earnings per share|per[- ]share earnings"),
+            r"\beps\b|(?:earnings|loss|lose|losses|income) per (?:diluted )?share|"
+            r"per[- ]share (?:earnings|loss)"),
     _metric("shares_outstanding", "shares outstanding", "shares_outstanding",
             "EntityCommonStockSharesOutstanding", "shares", True,
             r"shares? outstanding|outstanding shares|share count|(?:number of|how many) shares"),
@@ -98,26 +99,36 @@ METRICS: tuple[Metric, ...] = (
             r"operating cash flows?|cash flows? from operations|\bcash\b(?: \w+){0,3} from "
             r"operations|cash (?:generated|provided) by operations"),
     _metric("operating_income", "operating income", "operating_income",
-            "OperatingIncomeLoss", "USD", False, r"operating (?:income|profit|loss)"),
+            "OperatingIncomeLoss", "USD", False,
+            r"\bop(?:erating|\.)? (?:income|profit|loss)|\bop inc\b|income from operations"),
+    _metric("opex", "operating expenses", "OperatingExpenses", "OperatingExpenses", "USD", False,
+            r"\bopex\b|operating expenses?|operating costs?|total (?:operating )?expenses"),
+    _metric("sga", "SG&A expense", "SellingGeneralAndAdministrativeExpense",
+            "SellingGeneralAndAdministrativeExpense", "USD", False,
+            r"\bsg ?& ?a\b|\bsga\b|selling,? general and admin\w*"),
     _metric("gross_profit", "gross profit", "gross_profit",
             "GrossProfit", "USD", False, r"gross profit"),
     _metric("net_income", "net income", "net_income", "NetIncomeLoss", "USD", False,
-            r"net (?:income|profit|loss|earnings)|\bprofit(?:s|able|ability)?\b|\bearnings\b|"
+            r"net (?:income|profit|loss|earnings)|\bni\b|\bprofit(?:s|able|ability)?\b|"
+            r"\bearnings\b|"
             r"bottom line|\b(?:make|made|making|lose|lost|losing) (?:any )?money\b|"
             r"in the (?:black|red)"),
     _metric("revenue", "revenue", "revenue",
             "Revenues RevenueFromContractWithCustomerExcludingAssessedTax", "USD", False,
-            r"\brevenues?\b|\bsales\b|top line|turnover"),
+            r"\brevenues?\b|\brevs?\b|\bsales\b|top[- ]line|turnover"),
     _metric("rnd", "R&D expense", "research_and_development",
-            "ResearchAndDevelopmentExpense", "USD", False, r"r&d|research and development"),
+            "ResearchAndDevelopmentExpense", "USD", False,
+            r"r ?& ?d\b|research and development|\brnd\b"),
     _metric("liabilities", "total liabilities", "total_liabilities",
             "Liabilities", "USD", True, r"liabilit"),
     _metric("equity", "stockholders' equity", "stockholders_equity",
             "StockholdersEquity", "USD", True,
             r"(?:stock|share)holders['’]? equity|\bequity\b|book value"),
-    _metric("assets", "total assets", "total_assets", "Assets", "USD", True, r"\bassets\b"),
+    _metric("assets", "total assets", "total_assets", "Assets", "USD", True,
+            r"\b(?:total )?assets\b"),
     _metric("cash", "cash and cash equivalents", "cash_and_equivalents",
-            "CashAndCashEquivalentsAtCarryingValue", "USD", True, r"\bcash\b"),
+            "CashAndCashEquivalentsAtCarryingValue", "USD", True,
+            r"\bcash\b(?! flow)|cash (?:and|&) (?:cash )?equivalents|cash pile"),
     _metric("debt", "long-term debt", "long_term_debt",
             "LongTermDebtNoncurrent", "USD", True, r"\bdebt\b|borrowings"),
 )  # fmt: skip
@@ -135,7 +146,22 @@ class Topic:
     pattern: re.Pattern[str]
 
 
+def _item(number: str) -> re.Pattern[str]:
+    return re.compile(rf"\bitem\s*{number}(?![0-9a-z])", re.I)
+
+
+# 10-K items by number come first: "item 7a" is market risk, not the MD&A of "item 7".
 TOPICS: tuple[Topic, ...] = (
+    Topic("market_risk", "market risk disclosures", "10-K", "Item 7A", re.compile(
+        r"\bitem\s*7a\b|market risk|quantitative and qualitative disclosures?", re.I)),
+    Topic("risk_item", "risk factors", "10-K", "Item 1A", _item("1a")),
+    Topic("cyber_item", "cybersecurity", "10-K", "Item 1C", _item("1c")),
+    Topic("legal_item", "legal proceedings", "10-K", "Item 3", _item("3")),
+    Topic("mdna_item", "MD&A (management's discussion and analysis)", "10-K", "Item 7",
+          _item("7")),
+    Topic("statements", "financial statements", "10-K", "Item 8", re.compile(
+        r"\bitem\s*8(?![0-9a-z.])|financial statements and supplementary", re.I)),
+    Topic("business_item", "business overview", "10-K", "Item 1", _item("1")),
     Topic("exec", "executive and director changes", "8-K", "Item 5.02", re.compile(
         r"\bexecutives?\b|\bceo\b|\bcfo\b|\bofficers?\b|\bdirectors?\b|\bboard\b|"
         r"\bresign|\bappoint|departure|leadership|management changes?|5\.02", re.I)),
