@@ -215,29 +215,6 @@ class Settings(BaseSettings):
             )
         return self
 
-    @model_validator(mode="after")
-    def _every_run_could_work(self) -> Settings:
-        """Refuse at startup what would fail every run, naming the variables to change."""
-        upstreams = ",".join(self.upstreams)
-        if self.server_tools and "anthropic" not in self.upstreams:
-            asked = [f"ANTHROPIC_SERVER_TOOLS={','.join(self.anthropic_server_tools)}"]
-            asked = asked if self.anthropic_server_tools else []
-            asked += ["SEARCH_BACKEND=anthropic"] if self.search_backend == "anthropic" else []
-            raise ValueError(
-                f"{' and '.join(asked)} need the Messages API's own tools, which no upstream "
-                f"here runs (GATEWAY_UPSTREAM and GATEWAY_FALLBACK_UPSTREAMS give {upstreams}): "
-                "add anthropic to them, or unset those variables"
-            )
-        thinking = self.sdk_thinking != "off" or self.sdk_thinking_budget > 0
-        if self.upstream_kind == "openai" and thinking:
-            raise ValueError(
-                f"SDK_THINKING={self.sdk_thinking} / SDK_THINKING_BUDGET="
-                f"{self.sdk_thinking_budget} turn thinking on for every run, which "
-                "GATEWAY_UPSTREAM=openai cannot take (every run would be refused): set "
-                "SDK_THINKING=off and SDK_THINKING_BUDGET=0, or another GATEWAY_UPSTREAM"
-            )
-        return self
-
     @property
     def server_tools(self) -> tuple[str, ...]:
         """Server tools to offer: the configured ones, plus web search for SEARCH_BACKEND."""
