@@ -73,9 +73,11 @@ class Server:
 
 
 class Proxy:
-    """An HTTP proxy: CONNECT tunnels bytes both ways; other requests are answered here."""
+    """An HTTP proxy (an https:// one with `tls`): CONNECT tunnels bytes both ways; other
+    requests are answered here."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls
         self.lines: list[str] = []
         self.auth: list[str | None] = []
         self.seen = b""
@@ -96,20 +98,25 @@ class Proxy:
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, seen: bool) -> None:
-            with contextlib.suppress(ConnectionError):
-                while data := await src.read(65536):
-                    if seen:
-                        self.seen += data
-                    dst.write(data)
-            dst.close()
+            # OSError: TLS to an https:// proxy may end with the other side's data crossing
+            # its close_notify.
+            try:
+                with contextlib.suppress(OSError):
+                    while data := await src.read(65536):
+                        if seen:
+                            self.seen += data
+                        dst.write(data)
+            finally:
+                dst.close()
 
         await asyncio.gather(pipe(reader, up_writer, True), pipe(up_reader, writer, False))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[URL]:
-        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        scheme = "https" if self.tls else "http"
         try:
-            yield URL(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+            yield URL(f"{scheme}://127.0.0.1:{server.sockets[0].getsockname()[1]}")
         finally:
             server.close()
             for writer in self.writers:  # tunnels still open

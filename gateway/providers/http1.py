@@ -9,9 +9,16 @@ cost (bench/notes.md). Here the body goes to `on_body` from `data_received` itse
 caller's task only waits for the response to end.
 
 What a model call needs and no more: POST with a body, `http` and `https` (the system's
-trust store), an HTTP proxy (`CONNECT` for `https`), keep-alive connections reused for
-`KEEPALIVE_S`, a connect timeout and a timeout between reads. The response is parsed by
-httptools (llhttp, as in Node.js): chunked or sized bodies, the status, the headers.
+trust store), an `http://` or `https://` proxy (`CONNECT` for `https`; to an `https://`
+proxy over TLS first, as httpx does), keep-alive connections reused for `KEEPALIVE_S`, a
+connect timeout and a timeout between reads. The response is parsed by httptools (llhttp,
+as in Node.js): chunked or sized bodies, the status, the headers.
+
+Against an upstream that misbehaves: informational answers (100, 103) are skipped; a
+redirect is not followed and a 101 not taken (both come back as an `Answer`); a head over
+`HEAD_LIMIT` or a body in an encoding other than the `identity` asked for is a
+`ProtocolError`; an error answer cut short keeps its status. A CR, LF or NUL in a header
+to send is refused before anything is sent.
 """
 
 from __future__ import annotations
@@ -28,19 +35,41 @@ from yarl import URL
 
 KEEPALIVE_S = 5.0
 ERROR_BODY_LIMIT = 1 << 20  # an error answer's body is kept whole up to this
+HEAD_LIMIT = 64 << 10  # a response's status line and headers, as aiohttp and h11 cap them
+PROXY_SCHEMES = ("http", "https")
 
 
 class Timeout(TimeoutError):
     """No connection in time, or nothing read for the read timeout."""
 
 
+class ProtocolError(ConnectionError):
+    """The answer is not one this client takes: not HTTP/1.1, a head over `HEAD_LIMIT`,
+    or a body in an encoding it did not ask for."""
+
+
+class InvalidHeader(ValueError):
+    """A header to send has a CR, LF or NUL: it would end the header, or the head."""
+
+
 @dataclass
 class Answer:
-    """A response that was not streamed to `on_body`: its status >= 400, its whole body."""
+    """A response that was not streamed to `on_body` (a status >= 300, or 101): its status,
+    its headers (lowercase names) and its body up to `ERROR_BODY_LIMIT`; `complete` is
+    False when the body was cut short (the connection lost, the read timeout, bad framing)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
+    complete: bool = True
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Raise `InvalidHeader`, naming the header (not its value: it may be a secret), when
+    a name or value has a CR, LF or NUL."""
+    for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n\0"):
+            raise InvalidHeader(f"the header {name!r} has a CR, LF or NUL in it")
 
 
 class HTTP1Client:
@@ -50,6 +79,8 @@ class HTTP1Client:
         self, *, connect_timeout: float | None, read_timeout: float | None,
         proxy: URL | None = None, ssl_context: ssl.SSLContext | None = None,
     ) -> None:  # fmt: skip
+        if proxy is not None and proxy.scheme not in PROXY_SCHEMES:
+            raise ValueError(f"a {proxy.scheme}:// proxy is not supported (http:// or https://)")
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._proxy = proxy
@@ -58,11 +89,14 @@ class HTTP1Client:
         self._open: set[_Connection] = set()
 
     async def post(
-        self, url: URL, body: bytes, headers: Mapping[str, str], on_body: Callable[[bytes], None]
-    ) -> Answer | None:
-        """Send the request; a 2xx/3xx body goes to `on_body` as it arrives (an exception
-        there ends the request with that exception); None when it has all arrived. An error
-        status returns its `Answer` instead. Raises `Timeout` or `ConnectionError`."""
+        self, url: URL, body: bytes, headers: Mapping[str, str], on_body: Callable[[bytes], None],
+        received: dict[str, str] | None = None,
+    ) -> Answer | None:  # fmt: skip
+        """Send the request; a 2xx body goes to `on_body` as it arrives (an exception there
+        ends the request with that exception); None when it has all arrived. Any other
+        final status returns its `Answer` instead. `received`, when given, is filled with
+        the answer's headers (lowercase names) as they arrive. Raises `Timeout`,
+        `ConnectionError` (`ProtocolError` among them) or `InvalidHeader`."""
         request = self._request(url, body, headers)
         key = (url.scheme, url.host or "", url.port or 0)
         while True:
@@ -71,7 +105,7 @@ class HTTP1Client:
             if conn is None:
                 conn = await self._connect(url)
             try:
-                answer = await conn.exchange(request, on_body)
+                answer = await conn.exchange(request, on_body, received)
             except _NothingReceived:
                 if reused:  # the server closed it while idle: a new connection, once
                     continue
@@ -110,8 +144,16 @@ class HTTP1Client:
         lines += [f"{name}: {value}" for name, value in headers.items()]
         if via_proxy:
             lines += _proxy_auth(cast(URL, self._proxy))
-        lines.append(f"Content-Length: {len(body)}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        # Bodies are not decoded here: the answer comes as sent or is refused.
+        lines += ["Accept-Encoding: identity", f"Content-Length: {len(body)}"]
+        head = "\r\n".join(lines)
+        # Three scans of the head instead of a check per header: a CR or LF in any value
+        # shows as one more than the lines' separators.
+        ends = len(lines) - 1
+        if head.count("\n") != ends or head.count("\r") != ends or "\0" in head:
+            check_headers(headers)
+            raise InvalidHeader("a header has a CR, LF or NUL in it")
+        return (head + "\r\n\r\n").encode("latin-1") + body
 
     async def _connect(self, url: URL) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -124,8 +166,12 @@ class HTTP1Client:
                 if proxy is None:
                     await loop.create_connection(lambda: conn, host, port, ssl=tls)
                 else:
-                    proxy_port = proxy.port or 80
-                    await loop.create_connection(lambda: conn, proxy.host or "", proxy_port)
+                    # An https:// proxy gets TLS first: the CONNECT line and the
+                    # credentials never cross the network in the clear.
+                    proxy_tls = self._tls() if proxy.scheme == "https" else None
+                    await loop.create_connection(
+                        lambda: conn, proxy.host or "", proxy.port or 80, ssl=proxy_tls
+                    )
                     if tls is not None:  # a tunnel through the proxy, then TLS inside it
                         await conn.tunnel(f"{host}:{port}", _proxy_auth(proxy))
                         plain = conn.transport
@@ -155,6 +201,10 @@ def _proxy_auth(proxy: URL) -> list[str]:
     return [f"Proxy-Authorization: Basic {base64.b64encode(credentials).decode()}"]
 
 
+def _too_large(size: int) -> str:
+    return f"the upstream's answer has a head of {size}+ bytes (the limit is {HEAD_LIMIT})"
+
+
 class _NothingReceived(ConnectionError):
     """The connection ended before any byte of the answer."""
 
@@ -177,6 +227,10 @@ class _Connection(asyncio.Protocol):
         self._answer: Answer | None = None  # an error answer being read
         self._headers: dict[str, str] = {}
         self._received = False
+        self._in_head = False  # a tunnel's answer or a response's head is being read
+        self._head_read = 0  # bytes read while the head was incomplete
+        self._header_bytes = 0  # the status reason's and headers' bytes, 1xx answers' too
+        self._informational = False  # a 1xx answer: the final one follows
         self._until_close = False
         self._error: BaseException | None = None  # what `on_body` raised
         self._last_read = 0.0
@@ -186,12 +240,16 @@ class _Connection(asyncio.Protocol):
 
     # -- the exchange, from the caller's task
 
-    async def exchange(self, request: bytes, on_body: Callable[[bytes], None]) -> Answer | None:
+    async def exchange(
+        self, request: bytes, on_body: Callable[[bytes], None], received: dict[str, str] | None
+    ) -> Answer | None:
         if self.closed or self.transport is None:
             raise _NothingReceived
         self._done = self._loop.create_future()
-        self._on_body, self._answer, self._headers = on_body, None, {}
-        self._received = self.reusable = self._until_close = False
+        self._on_body, self._answer = on_body, None
+        self._headers = received if received is not None else {}
+        self._received = self.reusable = self._until_close = self._informational = False
+        self._in_head, self._head_read, self._header_bytes = True, 0, 0
         self._last_read = self._loop.time()
         if self._read_timeout is not None:
             self._timer = self._loop.call_later(self._read_timeout, self._check_read)
@@ -208,6 +266,7 @@ class _Connection(asyncio.Protocol):
         """`CONNECT` through the proxy this connection goes to."""
         assert self.transport is not None
         self._tunnel = self._loop.create_future()
+        self._in_head, self._tunnel_buffer = True, b""
         head = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}", *auth]
         self.transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         await self._tunnel
@@ -238,6 +297,9 @@ class _Connection(asyncio.Protocol):
         if self._done is not None and not self._done.done():
             if not self._received:
                 self._done.set_exception(_NothingReceived())
+            elif self._answer is not None:  # an error answer cut short keeps its status
+                self._answer.complete = False
+                self._done.set_result(self._answer)
             else:
                 reason = f": {exc}" if exc else ""
                 self._done.set_exception(
@@ -245,26 +307,50 @@ class _Connection(asyncio.Protocol):
                 )
 
     def data_received(self, data: bytes) -> None:
-        if self._tunnel is not None:
-            self._tunnel_data(data)
+        if self._in_head:  # counted against HEAD_LIMIT; the body's reads are not
+            self._head_data(data)
             return
         self._received = True
         self._last_read = self._loop.time()
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            # httptools wraps what a callback raised: `on_body` keeps it for the caller.
-            error, self._error = self._error, None
-            if error is None:
-                error = ConnectionResetError(f"the upstream's answer is not HTTP/1.1: {exc}")
-            self._fail(error)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self._parse_failed(exc)
+
+    def _head_data(self, data: bytes) -> None:
+        if self._tunnel is not None:
+            self._tunnel_data(data)
+            return
+        self._received = True
+        self._last_read = self._loop.time()
+        self._head_read += len(data)
+        try:
+            self._parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self._parse_failed(exc)
+            return
+        # llhttp keeps an unfinished line to itself: its length shows only here.
+        if self._in_head and self._head_read > HEAD_LIMIT:
+            self._fail(ProtocolError(_too_large(self._head_read)))
+
+    def _parse_failed(self, exc: Exception) -> None:
+        # httptools wraps what a callback raised: `on_body` keeps it for the caller, the
+        # head's checks their `ProtocolError`. A 101's pause ends up here too.
+        error, self._error = self._error, None
+        if error is None:
+            error = ProtocolError(f"the upstream's answer is not HTTP/1.1: {exc}")
+        self._fail(error)
 
     def _tunnel_data(self, data: bytes) -> None:
         assert self._tunnel is not None
         self._tunnel_buffer += data
         end = self._tunnel_buffer.find(b"\r\n\r\n")
         if end < 0:
+            if len(self._tunnel_buffer) > HEAD_LIMIT:
+                tunnel, self._tunnel = self._tunnel, None
+                tunnel.set_exception(ProtocolError(_too_large(len(self._tunnel_buffer))))
             return
+        self._in_head = False
         status_line = self._tunnel_buffer.split(b"\r\n", 1)[0].decode("latin-1")
         parts = status_line.split(" ", 2)
         tunnel, self._tunnel = self._tunnel, None
@@ -275,17 +361,38 @@ class _Connection(asyncio.Protocol):
 
     # -- httptools callbacks
 
+    def on_status(self, reason: bytes) -> None:
+        self._count_head(len(reason) + 15)  # with "HTTP/1.1 200 " and CRLF
+
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)  # as on the wire: ": " and CRLF
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def _count_head(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > HEAD_LIMIT:
+            self._error = ProtocolError(_too_large(self._header_bytes))
+            raise self._error
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
         headers = self._headers
+        if status < 200 and status != 101:  # 100 Continue, 103 Early Hints: more to come
+            self._informational = True
+            headers.clear()
+            return
+        self._in_head = False
         self._until_close = "content-length" not in headers and "chunked" not in headers.get(
             "transfer-encoding", ""
         )
-        if status >= 400:
-            self._answer = Answer(status, self._headers, b"")
+        if status >= 300 or status == 101:  # a redirect is not followed, a 101 not asked for
+            self._answer = Answer(status, headers, b"")
+            return
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", ""):
+            message = f"the upstream's answer is {encoding}-encoded; identity was asked for"
+            self._error = ProtocolError(message)
+            raise self._error
 
     def on_body(self, body: bytes) -> None:
         answer = self._answer
@@ -300,7 +407,15 @@ class _Connection(asyncio.Protocol):
             answer.body += body
 
     def on_message_complete(self) -> None:
-        self.reusable = not self._until_close and self._parser.should_keep_alive()
+        if self._informational:
+            self._informational = False
+            return
+        answer = self._answer
+        self.reusable = (
+            not self._until_close
+            and self._parser.should_keep_alive()
+            and (answer is None or answer.status != 101)
+        )
         done = self._done
         if done is not None and not done.done():
             done.set_result(self._answer)
@@ -310,7 +425,11 @@ class _Connection(asyncio.Protocol):
     def _fail(self, exc: BaseException) -> None:
         done = self._done
         if done is not None and not done.done():
-            done.set_exception(exc)
+            if self._answer is not None:  # an error answer cut short keeps its status
+                self._answer.complete = False
+                done.set_result(self._answer)
+            else:
+                done.set_exception(exc)
         self.close()
 
     def _check_read(self) -> None:
