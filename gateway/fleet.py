@@ -38,14 +38,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from gateway import keys
-from gateway.metrics import Metrics
+from gateway.metrics import Metrics, Snapshot
 
 log = logging.getLogger(__name__)
 
 SCRAPE_TIMEOUT_S = 2.0
 """How long a scrape waits for the other workers (Prometheus's own timeout is 10 s)."""
-
-Snapshot = dict[str, list[list[Any]]]
 
 
 @dataclass(frozen=True, order=True)

@@ -43,6 +43,9 @@ TOOL_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 RUN_SECONDS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1200, 1800)
 FIRST_EVENT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60)
 
+Snapshot = dict[str, list[list[Any]]]
+"""A process's numbers, as JSON (`Metrics.snapshot`): each metric's series by name."""
+
 
 class Value:
     """One series of a counter or a gauge."""
@@ -341,14 +344,12 @@ class Metrics:
     def instruments(self) -> Iterator[Instrument[Any]]:
         return (value for value in vars(self).values() if isinstance(value, Instrument))
 
-    def snapshot(self) -> dict[str, list[list[Any]]]:
+    def snapshot(self) -> Snapshot:
         """Every series's numbers, as JSON, for `merged` in another process."""
         return {instrument.name: instrument.state() for instrument in self.instruments()}
 
     @classmethod
-    def merged(
-        cls, alive: Sequence[dict[str, list[list[Any]]]], gone: Sequence[dict[str, list[list[Any]]]]
-    ) -> Metrics:
+    def merged(cls, alive: Sequence[Snapshot], gone: Sequence[Snapshot]) -> Metrics:
         """Instruments holding the sum of the snapshots of workers `alive` and of workers
         `gone` (those count only in counters and histograms: what they counted happened,
         what they were doing is over). Names this version does not know are left out."""

@@ -5,6 +5,7 @@ histogram series."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -96,3 +97,50 @@ def test_the_gateways_registry_exports_every_instrument() -> None:
     )
     assert registry.get_sample_value("sdk_stream_turns_bucket", {"le": "3.0"}) == 1
     assert registry.get_sample_value("sdk_stream_turns_bucket", {"le": "2.0"}) == 0
+
+
+def _run_updates(instruments: metrics.Metrics, endpoint: str, runs: int) -> None:
+    for _ in range(runs):
+        instruments.runs_started.labels(endpoint).inc()
+        instruments.runs.labels(endpoint, "completed").inc()
+        instruments.tool_duration_s.labels("sec_search").observe(
+            0.25
+        )  # exact in binary: sums add up in any order
+    instruments.active_streams.labels(endpoint).inc(runs)
+    instruments.build_info.labels("1.0", "demo", "demo").set(1)
+
+
+def test_workers_snapshots_add_up_to_one_process_doing_it_all() -> None:
+    """Counters and histograms of several workers, merged, export what one process that
+    counted everything would; gauges sum over the workers alive; JSON on the way."""
+    first, second, gone, alone = (metrics.Metrics() for _ in range(4))
+    _run_updates(first, "stream", 3)
+    _run_updates(second, "research", 2)
+    _run_updates(gone, "stream", 4)
+    gone.active_streams.labels("stream").dec(4)  # what it was doing is over either way
+    for endpoint, runs in (("stream", 3), ("research", 2), ("stream", 4)):
+        _run_updates(alone, endpoint, runs)
+    alone.active_streams.labels("stream").set(3)  # the gone worker's 4 are not running
+
+    def wire(m: metrics.Metrics) -> metrics.Snapshot:
+        return json.loads(json.dumps(m.snapshot()))  # type: ignore[no-any-return]
+
+    merged = metrics.Metrics.merged([wire(first), wire(second)], [wire(gone)])
+    assert _exposition(merged.registry)[0] == _exposition(alone.registry)[0]
+    assert merged.registry.get_sample_value("sdk_runs_total", {"endpoint": "stream",
+        "outcome": "completed"}) == 7  # fmt: skip
+    assert merged.registry.get_sample_value("gateway_build_info", {"version": "1.0",
+        "model": "demo", "upstream": "demo"}) == 1  # fmt: skip
+    created = merged.runs.labels("stream", "completed").created
+    assert created == min(m.runs.labels("stream", "completed").created for m in (first, gone))
+
+
+def test_a_snapshot_from_another_version_is_read_as_far_as_it_matches() -> None:
+    worker = metrics.Metrics()
+    worker.runs.labels("stream", "completed").inc()
+    snapshot = {**worker.snapshot(), "sdk_renamed_total": [[[], 5.0, 0.0]]}
+    merged = metrics.Metrics.merged([snapshot], [])
+    assert merged.registry.get_sample_value("sdk_renamed_total") is None
+    broken = {"sdk_stream_turns": [[[], [1, 2], 3.0, 0.0]]}  # other buckets
+    with pytest.raises(ValueError, match="sdk_stream_turns: 2 buckets"):
+        metrics.Metrics.merged([broken], [])
