@@ -125,3 +125,11 @@ async def test_a_refusal_is_the_apis_error_json(
     assert answer["request_id"].startswith("req_")
     assert response.headers["request-id"] == answer["request_id"]
     assert fake.rejected == ["tools: Tool names must be unique."]
+
+
+def test_with_a_beta_header_the_beta_type_is_the_shape() -> None:
+    body = good()
+    assert request_problem(body, beta=True) is None
+    body["context_management"] = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+    assert request_problem(body, beta=True) is None  # a beta field
+    assert "context_management: Extra inputs" in (request_problem(body) or "")

@@ -28,7 +28,8 @@ def strict_validator(request_type: Any) -> SchemaValidator:
     for node in nodes:
         kind = node.get("type")
         if kind == "typed-dict":
-            node["extra_behavior"] = "forbid"
+            if "extras_schema" not in node:  # a type that declares its extra items keeps them
+                node["extra_behavior"] = "forbid"
             node["config"] = {**node.get("config", {}), "strict": True}
         elif kind == "generator":  # `Iterable[X]`: validated lazily otherwise, i.e. never
             node["type"] = "list"
