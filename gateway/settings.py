@@ -58,6 +58,8 @@ class Settings(BaseSettings):
 
     gateway_tool_timeout_s: float = Field(30.0, gt=0)
     gateway_tool_result_max_chars: int = Field(100_000, ge=1_000)
+    gateway_tool_max_retry_wait_s: float = Field(ToolsConfig.max_retry_wait_s, ge=0)
+    """The longest a tool waits on SEC's or Exa's `Retry-After` (and a third of the timeout)."""
     gateway_heartbeat_s: float = Field(15.0, gt=0)
     gateway_resume_grace_s: float = Field(30.0, ge=0)
     gateway_run_ttl_s: float = Field(600.0, gt=0)
@@ -97,6 +99,9 @@ class Settings(BaseSettings):
     """`anthropic`: the Messages API's own web search instead of the local `web_search`."""
     exa_api_key: str | None = None
     exa_base_url: str = ToolsConfig.exa_base_url
+    sec_max_body_bytes: int = Field(ToolsConfig.sec_max_body_bytes, ge=1024)
+    exa_max_body_bytes: int = Field(ToolsConfig.exa_max_body_bytes, ge=1024)
+    """The largest answer read from SEC and from Exa; a longer one fails the tool call."""
 
     redis_url: str | None = None
     """Set: runs, sessions and event logs live in Redis, shared by every process."""
@@ -242,4 +247,7 @@ class Settings(BaseSettings):
             exa_base_url=self.exa_base_url,
             redis_url=self.redis_url,
             redis_key_prefix=self.redis_key_prefix,
+            sec_max_body_bytes=self.sec_max_body_bytes,
+            exa_max_body_bytes=self.exa_max_body_bytes,
+            max_retry_wait_s=self.gateway_tool_max_retry_wait_s,
         )

@@ -24,6 +24,14 @@ class ToolsConfig:
     """Set: the SEC rate limit and SEC's responses are shared through this Redis by every
     process using it; unset: each process limits and caches alone."""
     redis_key_prefix: str = "rg:"
+    sec_max_body_bytes: int = 64 << 20
+    """The largest SEC answer read (decoded); 16 times the largest recorded company facts."""
+    exa_max_body_bytes: int = 1 << 20
+    """The largest Exa answer read; twenty results of 800 characters are some 30 kB."""
+    max_retry_wait_s: float = 10.0
+    """The longest a throttled call waits for a retry (SEC's or Exa's `Retry-After`); a
+    longer wait fails the call at once. Also bounded by one request's share of the tool
+    timeout."""
 
     def check(self) -> None:
         """Raise ValueError naming the setting to fix when the combination cannot work."""
@@ -44,3 +52,14 @@ class ToolsConfig:
             url = getattr(self, name)
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"{name.upper()} must be an http(s) URL, not {url!r}")
+        self._check_limits()
+
+    def _check_limits(self) -> None:
+        for name in ("sec_max_body_bytes", "exa_max_body_bytes"):
+            value = getattr(self, name)
+            if value < 1024:
+                raise ValueError(f"{name.upper()} must be at least 1024, not {value}")
+        if not self.max_retry_wait_s >= 0:  # NaN too
+            raise ValueError(
+                f"GATEWAY_TOOL_MAX_RETRY_WAIT_S must be >= 0, not {self.max_retry_wait_s}"
+            )

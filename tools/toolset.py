@@ -5,8 +5,8 @@
         outcome = await toolset.registry.call(name, raw_input, ctx)
 
 Services, by key: "sec" (`Edgar`), "sec_full_text" (`FullTextSearch`), "web_search"
-(`WebSearch`). One aiohttp session serves every live backend; one rate limiter every SEC
-host.
+(`WebSearch`). One aiohttp session serves every live backend (it honours HTTP(S)_PROXY and
+NO_PROXY, as the model calls do); one rate limiter every SEC host.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import redis.asyncio as redis
 
 from tools.base import Tool
 from tools.config import ToolsConfig
+from tools.http import open_session
 from tools.registry import ToolRegistry
 from tools.search.corpus import IndexFullText, LocalIndex, open_local_index
 from tools.search.web import ExaSearch, OfflineWebSearch, WebSearch, WebSearchTool
@@ -73,7 +74,7 @@ async def open_toolset(
     async with AsyncExitStack() as stack:
         session = None
         if config.sec_source == "live" or config.search_backend == "exa":
-            session = await stack.enter_async_context(aiohttp.ClientSession())
+            session = await stack.enter_async_context(open_session())
         local = None
         if config.sec_source == "offline" or config.search_backend == "offline":
             local = await open_local_index()
@@ -121,6 +122,8 @@ def _sec_backends(
             limiter=limiter,
             shared=responses,
             request_timeout_s=timeout_s,
+            max_retry_wait_s=config.max_retry_wait_s,
+            max_body_bytes=config.sec_max_body_bytes,
         )
         return live, EftsSearch(live)
     if local is None:
@@ -135,8 +138,14 @@ def _web_backend(
     timeout_s: float,
 ) -> WebSearch:
     if config.search_backend == "exa" and session is not None:
-        key, url = config.exa_api_key or "", config.exa_base_url
-        return ExaSearch(session, api_key=key, base_url=url, timeout_s=timeout_s)
+        return ExaSearch(
+            session,
+            api_key=config.exa_api_key or "",
+            base_url=config.exa_base_url,
+            timeout_s=timeout_s,
+            max_retry_wait_s=config.max_retry_wait_s,
+            max_body_bytes=config.exa_max_body_bytes,
+        )
     if local is None:
         raise RuntimeError("the offline web_search needs the local index")
     return OfflineWebSearch(local)

@@ -4,7 +4,8 @@ It answers like SEC does: the recorded content types, gzip when asked, 403 Acces
 XML for a missing www path, 404 NoSuchKey XML on data.sec.gov, the "Undeclared Automated
 Tool" page for a User-Agent without a contact address. Frames (not recorded) are derived
 from the bundled company facts, as EDGAR derives them. Tests can queue any recorded
-failure for the next requests, and read what arrived when.
+failure for the next requests (a 503 too, and a `Retry-After` on 429 and 503), bodies no
+client should read to the end, and read what arrived when.
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from typing import Any, Literal
 import orjson
 from aiohttp import web
 
+from tests.tools.http_faults import BodyFault, HangUps, body_fault
+
 Host = Literal["www", "data", "efts"]
 HOST_DIRS: dict[Host, str] = {"www": "www.sec.gov", "data": "data.sec.gov", "efts": "efts.sec.gov"}
-Fault = Literal["rate_limited", "rate_limited_429", "undeclared", "access_denied", "no_such_key"]
-FAULTS: dict[Fault, tuple[int, str, str]] = {
+Fault = Literal[
+    "rate_limited", "rate_limited_429", "unavailable", "undeclared", "access_denied", "no_such_key"
+]
+FAULTS: dict[Fault, tuple[int, str | None, str]] = {
     "rate_limited": (403, "www.sec.gov_403_request-rate-threshold-exceeded.html", "text/html"),
     "rate_limited_429": (429, "www.sec.gov_403_request-rate-threshold-exceeded.html", "text/html"),
+    "unavailable": (503, None, "text/plain"),  # not recorded: a bare status line's worth
     "undeclared": (403, "www.sec.gov_403_undeclared-automated-tool.html", "text/html"),
     "access_denied": (403, "www.sec.gov_403_AccessDenied.xml", "application/xml"),
     "no_such_key": (404, "data.sec.gov_404_NoSuchKey.xml", "application/xml"),
@@ -53,6 +59,9 @@ class FakeSec:
     root: Path
     requests: list[Received] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    retry_after: str | None = None  # sent with the 429 and 503 faults
+    body_faults: list[BodyFault] = field(default_factory=list)
+    hang_ups: HangUps = field(default_factory=HangUps)
     stall_s: float = 0.0
 
     def app(self, host: Host) -> web.Application:
@@ -76,6 +85,10 @@ class FakeSec:
             await asyncio.sleep(self.stall_s)
         if self.faults:
             return self._fault(self.faults.pop(0))
+        if self.body_faults:
+            return await body_fault(
+                request, self.body_faults.pop(0), self.hang_ups, "application/json"
+            )
         if not _DECLARED_AGENT.search(request.headers.get("User-Agent", "")):
             return self._fault("undeclared")
         if host == "efts":
@@ -99,8 +112,13 @@ class FakeSec:
 
     def _fault(self, fault: Fault) -> web.Response:
         status, name, content_type = FAULTS[fault]
-        body = (self.root / "errors" / name).read_bytes()
-        return web.Response(status=status, body=body, content_type=content_type)
+        body = (
+            b"Service Unavailable" if name is None else (self.root / "errors" / name).read_bytes()
+        )
+        response = web.Response(status=status, body=body, content_type=content_type)
+        if status in (429, 503) and self.retry_after is not None:
+            response.headers["Retry-After"] = self.retry_after
+        return response
 
     def _efts(self, query: Any) -> bytes:
         """The recorded answer whose Elasticsearch query asked for the same words."""

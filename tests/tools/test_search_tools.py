@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
+from email.utils import formatdate
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from tests.tools.conftest import FakeSecHosts, call_error, call_ok
+from tests.tools.http_faults import BodyFault, HangUps, body_fault
 from tools import ToolsConfig, Toolset, open_toolset
 
 PUNCTUATION_QUERIES = [
@@ -135,11 +138,16 @@ async def test_offline_web_search(offline: Toolset) -> None:
 
 
 class FakeExa:
-    """Exa's POST /search: checks the key, records bodies, answers or fails on demand."""
+    """Exa's POST /search: checks the key, records bodies and when they came, answers or
+    fails on demand: `queued` answers (with headers) first, then `answer` every time."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.times: list[float] = []
         self.answer: tuple[int, Any] = (200, None)
+        self.queued: list[tuple[int, Any, dict[str, str]]] = []
+        self.body_faults: list[BodyFault] = []
+        self.hang_ups = HangUps()
         self.stall_s = 0.0
 
     def app(self) -> web.Application:
@@ -147,12 +155,20 @@ class FakeExa:
         app.router.add_post("/search", self.search)
         return app
 
-    async def search(self, request: web.Request) -> web.Response:
+    async def search(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("x-api-key") != "exa-test-key":
             return web.json_response({"error": "Invalid API key"}, status=401)
         self.bodies.append(await request.json())
+        self.times.append(time.monotonic())
         await asyncio.sleep(self.stall_s)
+        if self.body_faults:
+            return await body_fault(
+                request, self.body_faults.pop(0), self.hang_ups, "application/json"
+            )
         status, body = self.answer
+        headers: dict[str, str] = {}
+        if self.queued:
+            status, body, headers = self.queued.pop(0)
         if body is None:
             body = {
                 "requestId": "r1",
@@ -167,7 +183,7 @@ class FakeExa:
                     }
                 ],
             }
-        return web.json_response(body, status=status)
+        return web.json_response(body, status=status, headers=headers)
 
 
 @pytest.fixture
@@ -177,7 +193,7 @@ async def exa(aiohttp_server: AiohttpServer) -> AsyncIterator[tuple[FakeExa, Too
     config = ToolsConfig(
         search_backend="exa", exa_api_key="exa-test-key", exa_base_url=str(server.make_url(""))
     )
-    async with open_toolset(config, timeout_s=3.0) as toolset:
+    async with open_toolset(config, timeout_s=6.0) as toolset:  # 2 s a request
         yield fake, toolset
 
 
@@ -230,9 +246,9 @@ async def test_exa_failures_are_errors_not_empty_results(
 
 async def test_exa_timeout_is_an_error(exa: tuple[FakeExa, Toolset]) -> None:
     fake, toolset = exa
-    fake.stall_s = 2.0
+    fake.stall_s = 3.0
     message = await call_error(toolset, "web_search", query="anything")
-    assert message == "Exa search timed out after 1 s."
+    assert message == "Exa search timed out after 2 s."
 
 
 async def test_exa_wrong_key(aiohttp_server: AiohttpServer) -> None:
@@ -243,3 +259,54 @@ async def test_exa_wrong_key(aiohttp_server: AiohttpServer) -> None:
     async with open_toolset(config) as toolset:
         message = await call_error(toolset, "web_search", query="anything")
     assert "HTTP 401" in message and "Invalid API key" in message
+
+
+THROTTLED = {"error": "rate limit exceeded"}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_exa_retry_after_in_seconds(exa: tuple[FakeExa, Toolset], status: int) -> None:
+    fake, toolset = exa
+    fake.queued = [(status, THROTTLED, {"Retry-After": "1"})]
+    result = await call_ok(toolset, "web_search", query="nvidia")
+    assert result["count"] == 1
+    first, second = fake.times
+    assert 1.0 <= second - first < 1.8
+
+
+async def test_exa_retry_after_as_a_date(exa: tuple[FakeExa, Toolset]) -> None:
+    fake, toolset = exa
+    fake.queued = [(429, THROTTLED, {"Retry-After": formatdate(time.time() + 2, usegmt=True)})]
+    result = await call_ok(toolset, "web_search", query="nvidia")
+    assert result["count"] == 1
+    first, second = fake.times
+    assert 0.9 <= second - first < 2.8
+
+
+async def test_exa_retry_after_past_the_bound_fails_at_once(exa: tuple[FakeExa, Toolset]) -> None:
+    fake, toolset = exa
+    fake.queued = [(429, THROTTLED, {"Retry-After": "600"})]
+    message = await call_error(toolset, "web_search", query="nvidia")
+    assert "HTTP 429" in message and "asks to wait 600 s" in message and "(2 s)" in message
+    assert len(fake.times) == 1
+
+
+async def test_exa_throttled_twice_says_so(exa: tuple[FakeExa, Toolset]) -> None:
+    fake, toolset = exa
+    fake.queued = [(503, THROTTLED, {"Retry-After": "0"})] * 2
+    message = await call_error(toolset, "web_search", query="nvidia")
+    assert message.startswith("Exa search failed: HTTP 503") and "retried once after 0 s" in message
+
+
+@pytest.mark.parametrize("fault", ["endless", "declared_huge", "gzip_bomb"])
+async def test_exa_answer_over_the_cap_fails_and_is_not_read(
+    exa: tuple[FakeExa, Toolset], fault: BodyFault
+) -> None:
+    fake, toolset = exa
+    fake.body_faults = [fault]
+    message = await call_error(toolset, "web_search", query="nvidia")
+    assert "longer than 1,048,576 bytes (EXA_MAX_BODY_BYTES)" in message
+    if fault != "gzip_bomb":
+        async with asyncio.timeout(5):
+            await fake.hang_ups.event.wait()
+    assert (await call_ok(toolset, "web_search", query="nvidia"))["count"] == 1

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import orjson
 from pydantic import Field
 
 from tools.base import Tool, ToolContext, ToolFailure, ToolInput
 from tools.common import dump, service
+from tools.http import BodyTooLarge, read_capped, retry_after_s
 from tools.search.corpus import LocalIndex
 
 __all__ = ["ExaSearch", "OfflineWebSearch", "WebResult", "WebSearch", "WebSearchTool"]
@@ -40,17 +43,29 @@ class WebSearch:
 
 
 class ExaSearch(WebSearch):
-    """POST {base}/search with the x-api-key header; any failure is a ToolFailure."""
+    """POST {base}/search with the x-api-key header; any failure is a ToolFailure. A 429 or
+    503 is retried once, after `Retry-After` when it asks for no longer than the bound."""
 
     label = "exa"
 
     def __init__(
-        self, session: aiohttp.ClientSession, *, api_key: str, base_url: str, timeout_s: float
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        api_key: str,
+        base_url: str,
+        timeout_s: float,
+        max_retry_wait_s: float = 10.0,
+        max_body_bytes: int = 1 << 20,
+        throttle_backoff_s: float = 1.0,
     ) -> None:
         self._session = session
         self._url = base_url.rstrip("/") + "/search"
         self._headers = {"x-api-key": api_key, "Content-Type": "application/json"}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._max_wait_s = min(max_retry_wait_s, timeout_s)  # a retry still fits the tool's time
+        self._max_body = max_body_bytes
+        self._backoff_s = throttle_backoff_s
 
     async def search(
         self, query: str, num_results: int, include_domains: list[str]
@@ -69,18 +84,48 @@ class ExaSearch(WebSearch):
         return [_exa_result(r) for r in results if isinstance(r, dict)]
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        status, raw, retry_after = await self._attempt(body)
+        retried = ""
+        if status in (429, 503):
+            wait = retry_after_s(retry_after)
+            if wait is None:
+                wait = min(self._backoff_s, self._max_wait_s)
+            elif wait > self._max_wait_s:
+                raise ToolFailure(
+                    f"Exa search is refusing requests for now (HTTP {status}) and asks to wait "
+                    f"{wait:g} s (Retry-After), longer than a tool call may wait "
+                    f"({self._max_wait_s:.3g} s); try again later."
+                )
+            await asyncio.sleep(wait)
+            status, raw, retry_after = await self._attempt(body)
+            retried = f" (retried once after {wait:g} s)"
+        if status != 200:
+            detail = raw.decode("utf-8", errors="replace")[:300]
+            raise ToolFailure(f"Exa search failed: HTTP {status}: {detail}{retried}")
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ToolFailure(f"Exa search sent invalid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ToolFailure("Exa search answered without a results list; try again later.")
+        return data
+
+    async def _attempt(self, body: dict[str, Any]) -> tuple[int, bytes, str | None]:
+        """One POST: status, body (capped) and the `Retry-After` header."""
         try:
             async with self._session.post(
                 self._url, json=body, headers=self._headers, timeout=self._timeout
             ) as resp:
-                if resp.status != 200:
-                    detail = (await resp.text())[:300]
-                    raise ToolFailure(f"Exa search failed: HTTP {resp.status}: {detail}")
-                data: dict[str, Any] = await resp.json(content_type=None)
-                return data
+                raw = await read_capped(resp, self._max_body)
+                return resp.status, raw, resp.headers.get("Retry-After")
+        except BodyTooLarge as exc:
+            raise ToolFailure(
+                f"Exa search sent an answer longer than {exc.limit:,} bytes "
+                "(EXA_MAX_BODY_BYTES); it was not read. Try again with fewer results."
+            ) from None
         except TimeoutError:
             raise ToolFailure(f"Exa search timed out after {self._timeout.total:g} s.") from None
-        except (aiohttp.ClientError, ValueError) as exc:
+        except aiohttp.ClientError as exc:
             raise ToolFailure(f"Exa search failed: {type(exc).__name__}: {exc}") from None
 
 
