@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     gateway_upstream_max_retries: int = Field(3, ge=0)
     gateway_upstream_max_retry_wait_s: float = Field(30.0, ge=0)
     gateway_upstream_timeout_s: float = Field(600.0, gt=0)
+    """The longest wait for one read of a model call's answer."""
+    gateway_upstream_connect_timeout_s: float = Field(5.0, gt=0)
+    """The longest wait for a connection to the model service (TLS included), the SDK's 5 s."""
     gateway_upstream_deadline_s: float = Field(900.0, gt=0)
     """One model call in all, retries and their waits included."""
     gateway_trace_content: bool = False

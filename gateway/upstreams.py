@@ -62,7 +62,7 @@ async def _open(
         api_key=settings.anthropic_api_key or "demo-no-key",
         base_url=base_url,
         max_retries=0,  # the gateway retries, and tells the client each time
-        timeout=timeout,
+        timeout=anthropic.Timeout(timeout, connect=settings.gateway_upstream_connect_timeout_s),
         http_client=anthropic.DefaultAioHttpClient(),
         open_telemetry=False,  # the gateway's own `chat` span already covers the call
     )

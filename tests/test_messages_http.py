@@ -4,9 +4,13 @@ for the same call, and against how the SDK's errors map, on the same fake server
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
+import gzip
 import resource
 import socket
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anthropic
@@ -17,7 +21,9 @@ from aiohttp.test_utils import TestServer
 from gateway.errors import UpstreamFailure
 from gateway.providers.anthropic import status_failure
 from gateway.providers.messages_http import MessagesHTTP
+from gateway.upstream import failure_from_error_body
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
+from tests.test_http1 import Proxy, Server, answer_with
 
 BODY: dict[str, Any] = {
     "model": "claude-sonnet-5",
@@ -34,7 +40,8 @@ PER_REQUEST = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainle
 
 def sdk_client(server: TestServer, **options: Any) -> anthropic.AsyncAnthropic:
     base_url = str(server.make_url("")).rstrip("/")
-    return anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=0, **options)
+    options = {"max_retries": 0} | options
+    return anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, **options)
 
 
 async def read_all(http: MessagesHTTP) -> list[bytes]:
@@ -91,10 +98,214 @@ async def test_error_answers_map_as_the_sdks_exceptions_do(
         finally:
             await http.close()
     got = ours.value
+    # Each answer has its own request-id, when the server sends one: compared apart.
+    ours_id = got.details.pop("upstream_request_id", None)
+    sdk_id = expected.details.pop("upstream_request_id", None)
     assert (got.code, got.retryable, got.retry_after_s, got.message, got.details) == (
         expected.code, expected.retryable, expected.retry_after_s, expected.message,
         expected.details,
     )  # fmt: skip
+    assert sdk_id == sdk_error.value.request_id  # what the SDK's exception says
+    assert (ours_id is None) == (sdk_id is None) and (ours_id is None or ours_id != sdk_id)
+
+
+@pytest.mark.parametrize(
+    ("status", "should_retry", "attempts"), [(500, "false", 1), (400, "true", 2)]
+)
+async def test_x_should_retry_decides_as_it_does_for_the_sdk(
+    fake: FakeAnthropic, fake_server: TestServer, status: int, should_retry: str, attempts: int
+) -> None:
+    headers = {"x-should-retry": should_retry, "retry-after-ms": "1"}
+    reply = Reply(status=status, error_type="api_error", headers=headers)
+    fake.add(reply, reply, reply)
+    async with sdk_client(fake_server, max_retries=1) as client:
+        with pytest.raises(anthropic.APIStatusError):
+            await client.messages.create(**BODY, stream=True)
+        assert len(fake.requests) == attempts  # the SDK obeyed the header
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as ours:
+                await read_all(http)
+        finally:
+            await http.close()
+    assert ours.value.retryable is (should_retry == "true")
+    assert ours.value.details["upstream_status"] == status
+
+
+async def test_the_error_bodys_request_id_is_kept_without_the_header() -> None:
+    error = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+    async with raw_upstream(json_answer(500, {**error, "request_id": "req_in_body"})) as client:
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await read_all(http)
+        finally:
+            await http.close()
+    assert failure.value.details["upstream_request_id"] == "req_in_body"
+    assert (failure.value.code, failure.value.message) == ("UNKNOWN_ERROR", "boom")
+
+
+async def test_a_retry_after_date_is_a_wait_until_then() -> None:
+    then = email.utils.formatdate(time.time() + 30, usegmt=True)
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "later"}}
+    answer = json_answer(529, error).replace(
+        b"\r\n\r\n", f"\r\nRetry-After: {then}\r\n\r\n".encode(), 1
+    )
+    async with raw_upstream(answer) as client:
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await read_all(http)
+        finally:
+            await http.close()
+    assert failure.value.retry_after_s is not None and 28 < failure.value.retry_after_s <= 30
+
+
+async def test_a_mid_stream_error_keeps_the_answers_request_id() -> None:
+    error = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    sse = b"event: error\ndata: " + error + b"\n\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nRequest-Id: req_stream\r\n"
+    async with raw_upstream(head + b"Content-Length: %d\r\n\r\n%b" % (len(sse), sse)) as client:
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await http.stream(BODY, raise_error)
+        finally:
+            await http.close()
+    assert failure.value.code == "OVERLOADED_ERROR"
+    assert failure.value.details["upstream_request_id"] == "req_stream"
+
+
+def raise_error(payloads: list[bytes]) -> None:
+    """As the turn translator does with an `error` event."""
+    for payload in payloads:
+        event = orjson.loads(payload)
+        if event["type"] == "error":
+            raise failure_from_error_body(event)
+
+
+async def test_a_redirect_is_an_error_with_its_status_not_followed() -> None:
+    moved = (
+        b"HTTP/1.1 308 Permanent Redirect\r\nLocation: https://elsewhere.example/v1/messages\r\n"
+        b"Request-Id: req_moved\r\nContent-Length: 0\r\n\r\n"
+    )
+    async with raw_upstream(moved) as client:
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await read_all(http)
+        finally:
+            await http.close()
+    got = failure.value
+    assert (got.code, got.retryable) == ("UNKNOWN_ERROR", False)
+    assert got.details == {
+        "upstream_type": None,
+        "upstream_status": 308,
+        "upstream_request_id": "req_moved",
+    }
+    assert got.message == (
+        "Upstream answered HTTP 308 to https://elsewhere.example/v1/messages: not followed"
+    )
+
+
+async def test_an_error_body_cut_short_keeps_its_status_and_code() -> None:
+    error = b'{"type":"error","error":{"type":"authentication_error","message":"bad key"}}'
+    cut = (
+        b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%b" % (len(error), error[:20])
+    )
+    async with raw_upstream(cut, close=True) as client:
+        http = MessagesHTTP(client)
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await read_all(http)
+        finally:
+            await http.close()
+    got = failure.value
+    assert (got.code, got.retryable, got.details["upstream_status"]) == (
+        "AUTHENTICATION_ERROR", False, 401
+    )  # fmt: skip
+    assert got.message == "Upstream answered HTTP 401; its body was cut short"
+
+
+async def test_a_gzip_encoded_stream_is_refused_not_parsed() -> None:
+    encoded = gzip.compress(b'event: ping\ndata: {"type":"ping"}\n\n')
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: %d\r\n\r\n%b" % (len(encoded), encoded)
+    )
+    async with raw_upstream(answer) as client:
+        http = MessagesHTTP(client)
+        payloads: list[bytes] = []
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await http.stream(BODY, payloads.extend)
+        finally:
+            await http.close()
+    assert failure.value.code == "NETWORK_ERROR" and payloads == []
+    assert "gzip-encoded; identity was asked for" in failure.value.message
+
+
+async def test_an_api_key_with_a_newline_is_refused_at_construction() -> None:
+    async with anthropic.AsyncAnthropic(api_key="sk-secret\n", base_url="http://127.0.0.1:9") as c:
+        with pytest.raises(ValueError, match="CR, LF or NUL") as refused:
+            MessagesHTTP(c)
+    assert "secret" not in str(refused.value)
+
+
+async def test_the_connect_timeout_is_the_sdk_clients() -> None:
+    """The SDK's default is 5 s to connect, 600 s a read: the connect part is honoured."""
+    loop = asyncio.get_running_loop()
+    silent = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0)  # no TLS answer
+    port = silent.sockets[0].getsockname()[1]
+    timeout = anthropic.Timeout(600, connect=0.3)
+    async with anthropic.AsyncAnthropic(
+        api_key="k", base_url=f"https://127.0.0.1:{port}", timeout=timeout
+    ) as client:
+        http = MessagesHTTP(client)
+        started = loop.time()
+        try:
+            with pytest.raises(UpstreamFailure) as failure:
+                await read_all(http)
+        finally:
+            await http.close()
+            silent.close()
+    assert failure.value.code == "TIMEOUT_ERROR" and failure.value.retryable
+    assert "within 0.3 s" in failure.value.message and loop.time() - started < 2
+
+
+async def test_a_proxy_without_a_scheme_is_an_http_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = Proxy()
+    async with proxy.running() as proxy_url:
+        monkeypatch.setenv("http_proxy", f"127.0.0.1:{proxy_url.port}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        base_url = "http://api.example:8080"
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=base_url) as client:
+            http = MessagesHTTP(client)
+            try:
+                await http.stream(BODY, lambda payloads: None)
+            finally:
+                await http.close()
+    assert proxy.lines == ["POST http://api.example:8080/v1/messages HTTP/1.1"]
+
+
+@contextlib.asynccontextmanager
+async def raw_upstream(
+    answer: bytes, *, close: bool = False
+) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    """An SDK client configured for a scripted server that writes `answer` to each request."""
+    server = Server(answer_with(answer, close=close))
+    async with server.running() as url:
+        base_url = str(url.with_path(""))
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=base_url) as client:
+            yield client
+
+
+def json_answer(status: int, body: dict[str, Any]) -> bytes:
+    data = orjson.dumps(body)
+    head = b"HTTP/1.1 %d Error\r\nContent-Type: application/json\r\n" % status
+    return head + b"Content-Length: %d\r\n\r\n%b" % (len(data), data)
 
 
 async def test_refused_connection_is_a_retryable_network_error() -> None:

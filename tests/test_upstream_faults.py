@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -130,3 +131,47 @@ async def test_a_stalled_upstream_costs_one_deadline_in_all(
     events = await stream(client, query="x")
     assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "TIMEOUT_ERROR"
     assert time.monotonic() - started < 2.5  # not 0.6 s per attempt, four attempts
+
+
+async def test_x_should_retry_false_is_obeyed_and_the_request_id_reaches_the_error(
+    gateway: Client, fake: FakeAnthropic
+) -> None:
+    headers = {"x-should-retry": "false", "request-id": "req_from_upstream"}
+    fake.add(Reply(status=529, headers=headers), Reply([Text("never asked")]))
+    events = await stream(gateway, query="x")
+    assert warnings_of(events) == [] and len(fake.requests) == 1
+    error = events[-1]["error"]
+    assert error["code"] == "OVERLOADED_ERROR"
+    assert error["details"]["upstream_status"] == 529
+    assert error["details"]["upstream_request_id"] == "req_from_upstream"
+    assert error["request_id"] != "req_from_upstream"  # the gateway's own id stays its own
+
+
+async def test_x_should_retry_true_retries_even_a_400(gateway: Client, fake: FakeAnthropic) -> None:
+    headers = {"x-should-retry": "true", "retry-after": "0"}
+    fake.add(Reply(status=400, error_type="invalid_request_error", headers=headers))
+    fake.add(Reply([Text("second time lucky")]))
+    events = await stream(gateway, query="x")
+    assert [w["error_code"] for w in warnings_of(events)] == ["VALIDATION_ERROR"]
+    assert events[-1]["result"] == "second time lucky"
+
+
+async def test_the_connect_timeout_setting_bounds_the_model_calls_connection(
+    make_gateway: Any,
+) -> None:
+    # TCP connects, TLS is never answered: a connect timeout, not the 600 s read timeout.
+    loop = asyncio.get_running_loop()
+    silent = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0)
+    base_url = f"https://127.0.0.1:{silent.sockets[0].getsockname()[1]}"
+    try:
+        client = await make_gateway(
+            anthropic_base_url=base_url, gateway_upstream_connect_timeout_s=0.2,
+            gateway_upstream_max_retries=0,
+        )  # fmt: skip
+        started = time.monotonic()
+        events = await stream(client, query="x")
+    finally:
+        silent.close()
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "TIMEOUT_ERROR"
+    assert "within 0.2 s" in events[-1]["error"]["message"]
+    assert time.monotonic() - started < 5

@@ -6,6 +6,8 @@ a 503 means the same thing whichever provider answered.
 
 from __future__ import annotations
 
+import email.utils
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +19,7 @@ STATUS_CODES: dict[int, tuple[ErrorCode, bool]] = {
     403: ("PERMISSION_ERROR", False),
     404: ("NOT_FOUND", False),
     408: ("TIMEOUT_ERROR", True),
+    409: ("UNKNOWN_ERROR", True),  # a lock timeout: both SDKs retry it
     413: ("VALIDATION_ERROR", False),
     429: ("RATE_LIMIT_ERROR", True),
     502: ("NETWORK_ERROR", True),
@@ -40,8 +43,21 @@ _CODE_BY_TYPE: dict[str, tuple[ErrorCode, bool]] = {
 
 
 def status_code(status: int) -> tuple[ErrorCode, bool]:
-    """The gateway code for an HTTP status, and whether a retry could help."""
+    """The gateway code for an HTTP status, and whether a retry could help. A status
+    without its own entry (a 3xx, a 101) is `UNKNOWN_ERROR`, retried only from 500 up."""
     return STATUS_CODES.get(status, ("UNKNOWN_ERROR", status >= 500))
+
+
+def should_retry(headers: Mapping[str, str], retryable: bool) -> bool:
+    """The upstream's own word, as the SDKs take it: `x-should-retry: true` or `false`
+    wins over what the status says."""
+    match headers.get("x-should-retry"):
+        case "true":
+            return True
+        case "false":
+            return False
+        case _:
+            return retryable
 
 
 def failure_from_error_object(error: Any, status: int | None = None) -> UpstreamFailure:
@@ -69,8 +85,8 @@ def failure_from_error_object(error: Any, status: int | None = None) -> Upstream
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """`retry-after-ms` (OpenAI's) or `retry-after` in seconds; an HTTP date is left to
-    our own backoff."""
+    """`retry-after-ms` (OpenAI's), `retry-after` in seconds or as an HTTP date, as the
+    SDKs read them; a date already past is left to our own backoff, as they leave it."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is not None:
@@ -78,4 +94,6 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
                 return max(0.0, float(value) * scale)
             except ValueError:
                 continue
-    return None
+    date = email.utils.parsedate_tz(headers.get("retry-after") or "")
+    wait = None if date is None else email.utils.mktime_tz(date) - time.time()
+    return wait if wait is not None and wait > 0 else None
