@@ -13,8 +13,10 @@ import orjson
 import pytest
 
 from tools.sec.facts import (
+    find_concept,
     history,
     is_periodic,
+    metric_concept,
     period_kind,
     reported,
     restatement,
@@ -243,6 +245,9 @@ def test_series_puts_the_same_end_in_start_order() -> None:
         {**_fact(2, "2024-02-01", "b"), "start": "2023-01-02"},
     ]
     assert [r["value"] for r in series(facts, "annual")] == [2, 1]
+    # and by end first: a period that ends later comes first even if it starts earlier
+    longer = {**_fact(3, "2024-02-01", "c"), "start": "2022-12-30", "end": "2024-01-02"}
+    assert [r["value"] for r in series([*facts, longer], "annual")] == [3, 2, 1]
 
 
 def test_summary_as_reported() -> None:
@@ -286,6 +291,9 @@ def test_period_bounds_refuses_other_names(period: str) -> None:
         ("2023-01-30", "2024-01-28", "CY2023"),  # NVIDIA's fiscal 2024
         ("2022-02-01", "2023-01-29", "CY2022"),
         ("2023-01-01", "2023-12-31", "CY2023"),
+        ("2022-08-01", "2023-07-31", "CY2023"),  # the middle, not the first third
+        ("2022-06-01", "2023-05-31", "CY2022"),
+        ("2023-02-20", "2023-05-20", "CY2023Q2"),
         ("2023-07-02", "2023-09-30", "CY2023Q3"),  # Apple's fiscal Q4 2023
         ("2023-10-30", "2024-01-28", "CY2023Q4"),  # NVIDIA's fiscal Q4 2024
         ("2023-01-01", "2023-03-31", "CY2023Q1"),
@@ -344,6 +352,14 @@ def test_a_frame_takes_the_closest_fit_then_the_later_period() -> None:
         row = company_frame_row(facts, "CY2023")
         assert row is not None and row["value"] == 4
     assert company_frame_row([early, late], "CY2022") is None
+    inner = {**_fact(5, "2024-02-01", "e"), "start": "2023-01-03", "end": "2023-12-29"}
+    outer = {**_fact(6, "2024-02-01", "f"), "start": "2022-12-30", "end": "2024-01-02"}
+    same_end_early = {**_fact(7, "2024-02-01", "g"), "start": "2022-12-29"}
+    same_end_late = {**_fact(8, "2024-02-01", "h"), "start": "2023-01-04"}
+    for pair, winner in (([inner, outer], 6), ([same_end_early, same_end_late], 8)):
+        for facts in (pair, pair[::-1]):
+            row = company_frame_row(facts, "CY2023")
+            assert row is not None and row["value"] == winner
     assert company_frame_row([early], "CY2023Q4") is None  # a year is not a quarter
 
 
@@ -358,3 +374,78 @@ def test_instant_frames_take_the_nearest_date() -> None:
 
 def _days(row: dict[str, Any]) -> int:
     return (dt.date.fromisoformat(row["end"]) - dt.date.fromisoformat(row["start"])).days
+
+
+def test_summary_skips_what_a_company_lacks() -> None:
+    # Made up: no taxonomy, an empty unit list beside a concept with values.
+    assert summarize({}) == {}
+    revenue = {"units": {"USD": [{"start": "2023-01-01", **_fact(7, "2024-02-01", "a")}]}}
+    facts = {"facts": {"us-gaap": {"Revenues": {"units": {"USD": []}}, "SalesRevenueNet": revenue}}}
+    summary = summarize(facts)
+    assert summary["revenue"]["concept"] == "us-gaap:SalesRevenueNet"
+    assert summary["revenue"]["annual"][0]["value"] == 7
+    assert metric_concept(facts, "Revenue") == "us-gaap:SalesRevenueNet"
+    assert metric_concept(facts, "net income") is None
+    assert metric_concept(facts, "no such metric") is None
+
+
+def test_summary_of_made_up_facts_exactly() -> None:
+    # Made up: net income in two units (the one with more facts is the company's), restated
+    # for 2022; assets restated at 2022's end, three year ends.
+    def year(val: int, end: str, filed: str, accn: str, form: str = "10-K") -> dict[str, Any]:
+        start = f"{int(end[:4]) - 1}{end[4:]}"
+        return {"start": start, **_fact(val, filed, accn, form, end=end)}
+
+    income = [
+        year(10, "2022-12-31", "2023-02-01", "a1"),
+        year(12, "2022-12-31", "2024-02-01", "a2"),
+        year(20, "2023-12-31", "2024-02-01", "a2"),
+        {**year(5, "2023-12-31", "2024-01-20", "q4", "10-Q"), "start": "2023-10-01"},
+        {**year(6, "2023-12-31", "2024-04-20", "q5", "10-Q"), "start": "2023-10-01"},
+    ]
+    assets = [
+        _fact(100, "2022-02-01", "a0", end="2021-12-31"),
+        _fact(200, "2023-02-01", "a1", end="2022-12-31"),
+        _fact(210, "2024-02-01", "a2", end="2022-12-31"),
+        _fact(300, "2024-02-01", "a2", end="2023-12-31"),
+    ]
+    facts = {
+        "facts": {
+            "us-gaap": {
+                "NetIncomeLoss": {
+                    "label": "Net Income (Loss)",
+                    "units": {"USD": income, "ZAR": [year(1, "2023-12-31", "2024-02-01", "z")]},
+                },
+                "Assets": {"label": "Assets", "units": {"USD": assets}},
+            }
+        }
+    }
+    latest = summarize(facts)
+    assert latest["net_income"]["label"] == "Net Income (Loss)"
+    assert latest["net_income"]["unit"] == "USD"
+    assert [r["value"] for r in latest["net_income"]["annual"]] == [20, 12]
+    assert latest["net_income"]["latest_quarter"]["value"] == 6
+    assert summarize(facts, as_reported=True)["net_income"]["latest_quarter"]["value"] == 5
+    assert metric_concept(facts, " Net Income ") == "us-gaap:NetIncomeLoss"
+    assert [r["value"] for r in latest["total_assets"]["latest"]] == [300, 210]
+    assert set(latest) == {"net_income", "total_assets"}
+    original = summarize(facts, as_reported=True)
+    assert [r["value"] for r in original["net_income"]["annual"]] == [20, 10]
+    assert [r["value"] for r in original["total_assets"]["latest"]] == [300, 200]
+    assert original["total_assets"]["latest"][1]["restated_in"]["value"] == 210
+
+
+def test_find_concept_prefers_the_standard_taxonomies() -> None:
+    # Made up: the same name in three taxonomies, and 25 names that contain "Rev".
+    many: dict[str, Any] = {f"Rev{i:02d}": {} for i in range(25)}
+    facts = {"facts": {"abc": {"Revenue": {"n": 1}}, "ifrs-full": {"Revenue": {"n": 2}}}}
+    assert find_concept(facts, "revenue") == ("ifrs-full:Revenue", {"n": 2})
+    assert find_concept(facts, "abc:REVENUE") == ("abc:Revenue", {"n": 1})
+    facts["facts"]["us-gaap"] = many
+    found = find_concept(facts, "rev")
+    assert isinstance(found, list) and len(found) == 20
+    assert found[:2] == ["us-gaap:Rev00", "us-gaap:Rev01"]
+    facts["facts"]["us-gaap"] = {"Rev": {}}
+    assert find_concept(facts, "ev") == ["us-gaap:Rev", "ifrs-full:Revenue", "abc:Revenue"]
+    assert find_concept({}, "Revenue") == []
+    assert find_concept(facts, "") == []

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "KEY_METRICS",
     "PERIODIC_FORMS",
+    "Period",
     "find_concept",
     "is_periodic",
     "metric_concept",
@@ -76,7 +77,7 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("dei:EntityCommonStockSharesOutstanding", "us-gaap:CommonStockSharesOutstanding"),
     ),
 )
-_TAXONOMY_ORDER = ("us-gaap", "dei", "ifrs-full", "srt")
+_TAXONOMY_RANK = {t: i for i, t in enumerate(("us-gaap", "dei", "ifrs-full", "srt"))}
 
 
 PERIODIC_FORMS = frozenset({"10-K", "10-Q", "20-F", "40-F", "10-KT", "10-QT"})
@@ -84,7 +85,7 @@ PERIODIC_FORMS = frozenset({"10-K", "10-Q", "20-F", "40-F", "10-KT", "10-QT"})
 
 def is_periodic(form: str | None) -> bool:
     """A periodic report or its amendment ("10-K/A"): the filings a value may come from."""
-    return (form or "").removesuffix("/A") in PERIODIC_FORMS
+    return str(form).removesuffix("/A") in PERIODIC_FORMS
 
 
 def _days(fact: dict[str, Any]) -> int | None:
@@ -120,7 +121,7 @@ def history(facts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     of them when no periodic report has the period."""
     facts = list(facts)
     periodic = [f for f in facts if is_periodic(f.get("form"))]
-    return sorted(periodic or facts, key=lambda f: (f.get("filed", ""), f.get("accn", "")))
+    return sorted(periodic or facts, key=lambda f: (f["filed"], f["accn"]))
 
 
 def restatement(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -152,12 +153,15 @@ def _row(fact: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def periods(facts: Iterable[dict[str, Any]], kind: str) -> dict[tuple[str, str], list[Any]]:
-    """The facts of one kind of period, by period (start, end)."""
-    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+Period = tuple[str | None, str]  # (start, end); an instant has no start
+
+
+def periods(facts: Iterable[dict[str, Any]], kind: str) -> dict[Period, list[dict[str, Any]]]:
+    """The facts of one kind of period, by period."""
+    found: dict[Period, list[dict[str, Any]]] = {}
     for fact in facts:
         if period_kind(fact) == kind:
-            found.setdefault((fact.get("start", ""), fact["end"]), []).append(fact)
+            found.setdefault((fact.get("start"), fact["end"]), []).append(fact)
     return found
 
 
@@ -229,7 +233,7 @@ def find_concept(facts: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]
     or the names of up to 20 concepts that contain it, as suggestions."""
     taxonomies: dict[str, dict[str, Any]] = facts.get("facts", {})
     wanted_tax, _, wanted = name.strip().rpartition(":")
-    order = sorted(taxonomies, key=lambda t: (t not in _TAXONOMY_ORDER, t))
+    order = sorted(taxonomies, key=lambda t: (_TAXONOMY_RANK.get(t, len(_TAXONOMY_RANK)), t))
     for taxonomy in order:
         if wanted_tax and taxonomy.lower() != wanted_tax.lower():
             continue

@@ -17,7 +17,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from tools.sec.facts import period_kind, periods, reported
+from tools.sec.facts import Period, period_kind, periods, reported
 
 __all__ = ["calendar_period", "company_frame_row", "misfit", "period_bounds"]
 
@@ -49,12 +49,12 @@ def calendar_period(fact: dict[str, Any]) -> str | None:
     kind = period_kind(fact)
     end = dt.date.fromisoformat(fact["end"])
     if kind == "instant":
-        quarter = (end.month - 1) // 3 + 1
-        after = _quarter_end(end.year, quarter)
-        before = _quarter_end(end.year - (quarter == 1), quarter - 1 or 4)
-        if end - before < after - end:  # ties go to the later quarter end, as EDGAR's do
-            return f"CY{before.year}Q{(before.month - 1) // 3 + 1}I"
-        return f"CY{end.year}Q{quarter}I"
+        year, quarter = end.year, (end.month - 1) // 3 + 1
+        prior_year, prior = (year - 1, 4) if quarter == 1 else (year, quarter - 1)
+        # Ties go to the later quarter end, as EDGAR's do.
+        if end - _quarter_end(prior_year, prior) < _quarter_end(year, quarter) - end:
+            return f"CY{prior_year}Q{prior}I"
+        return f"CY{year}Q{quarter}I"
     if kind not in ("annual", "quarterly"):
         return None
     start = dt.date.fromisoformat(fact["start"])
@@ -64,7 +64,7 @@ def calendar_period(fact: dict[str, Any]) -> str | None:
     return f"CY{middle.year}Q{(middle.month - 1) // 3 + 1}"
 
 
-def misfit(key: tuple[str, str], first: dt.date, last: dt.date) -> int:
+def misfit(key: Period, first: dt.date, last: dt.date) -> int:
     """Days between a period (start, end) and a calendar period's bounds: 0 fits exactly."""
     start, end = key
     off = abs((dt.date.fromisoformat(end) - last).days)
