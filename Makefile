@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-runtime fmt lint typecheck test check run bench bench-quick snapshot clean
+.PHONY: install install-runtime fmt lint typecheck test check run bench bench-quick snapshot clean mutation
 
 $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench: install
 
 bench-quick: install
 	$(PY) -m bench --quick
+
+# Not in CI (minutes): mutants of the filing rule (tools/sec/facts.py, frames.py) and the
+# tests that must catch them; mutmut keeps its copy and results under mutants/.
+mutation: install
+	rm -rf mutants
+	$(VENV)/bin/mutmut run --max-children 2
+	$(VENV)/bin/mutmut results
 
 snapshot: install-runtime
 	$(PY) -m tools.sec.build_snapshot
