@@ -24,7 +24,13 @@ from tools.sec.facts import (
     summarize,
 )
 from tools.sec.fixtures import FIXTURES_DIR
-from tools.sec.frames import calendar_period, company_frame_row, misfit, period_bounds
+from tools.sec.frames import (
+    calendar_period,
+    company_frame_row,
+    frame_from_facts,
+    misfit,
+    period_bounds,
+)
 
 APPLE, ALPHABET, TESLA, NVIDIA = 320193, 1652044, 1318605, 1045810
 
@@ -361,6 +367,36 @@ def test_a_frame_takes_the_closest_fit_then_the_later_period() -> None:
             row = company_frame_row(facts, "CY2023")
             assert row is not None and row["value"] == winner
     assert company_frame_row([early], "CY2023Q4") is None  # a year is not a quarter
+
+
+def test_frame_rows_in_edgars_shape_name_the_filing() -> None:
+    apple = _company(APPLE)
+    income = apple["facts"]["us-gaap"]["NetIncomeLoss"]
+    assert frame_from_facts(apple, income, "USD", "CY2008") == [
+        {
+            "accn": "0001193125-10-238044",
+            "cik": APPLE,
+            "entityName": "Apple Inc.",
+            "start": "2007-09-30",
+            "end": "2008-09-27",
+            "val": 6119000000,
+            "form": "10-K",
+            "filed": "2010-10-27",
+            "originally_reported": _filing(
+                4834000000, "10-K", "0001193125-09-214859", "2009-10-27"
+            ),
+            "restated_in": _filing(6119000000, "10-K/A", "0001193125-10-012091", "2010-01-25"),
+        }
+    ]
+    assert frame_from_facts(apple, income, "USD", "CY1990") == []
+    assert frame_from_facts(apple, income, "EUR", "CY2008") == []
+    eps = apple["facts"]["us-gaap"]["EarningsPerShareDiluted"]
+    [row] = frame_from_facts(apple, eps, "USD-per-shares", "CY2023")
+    assert (row["val"], row["end"], row["form"]) == (6.13, "2023-09-30", "10-K")
+    assets = apple["facts"]["us-gaap"]["Assets"]
+    [row] = frame_from_facts(apple, assets, "USD", "CY2023Q4I")
+    assert (row["end"], row["val"], "start" in row) == ("2023-12-30", 353514000000, False)
+    assert "originally_reported" not in row
 
 
 def test_instant_frames_take_the_nearest_date() -> None:

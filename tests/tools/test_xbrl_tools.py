@@ -9,6 +9,8 @@ import pytest
 
 from tests.tools.conftest import FakeSecHosts, call_error, call_ok
 from tools import Toolset
+from tools.sec.offline import OfflineSec
+from tools.sec.source import SecNotFound
 
 
 @pytest.fixture(params=["offline", "live"])
@@ -184,6 +186,11 @@ async def test_offline_frames_follow_the_rule_and_name_the_filing(offline: Tools
     apple = next(r for r in restated["data"] if r["cik"] == 320193)
     assert (apple["value"], apple["form"]) == (6119000000, "10-K")
     assert apple["originally_reported"]["value"] == 4834000000
+
+
+async def test_offline_frames_refuse_a_period_edgar_has_not() -> None:
+    with pytest.raises(SecNotFound, match="Not a frames period"):
+        await OfflineSec().get_json("data", "/api/xbrl/frames/us-gaap/Assets/USD/CY2023Q5.json")
 
 
 async def test_live_frames_are_edgars_pick(live: Toolset) -> None:

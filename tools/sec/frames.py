@@ -19,7 +19,7 @@ from typing import Any
 
 from tools.sec.facts import Period, period_kind, periods, reported
 
-__all__ = ["calendar_period", "company_frame_row", "misfit", "period_bounds"]
+__all__ = ["calendar_period", "company_frame_row", "frame_from_facts", "misfit", "period_bounds"]
 
 _PERIOD = re.compile(r"^CY(\d{4})(?:Q([1-4])(I?))?$")
 
@@ -86,3 +86,25 @@ def company_frame_row(unit_facts: list[dict[str, Any]], period: str) -> dict[str
     later_first = sorted(fitting, key=lambda key: (key[1], key[0]), reverse=True)
     best = min(later_first, key=lambda key: misfit(key, first, last))
     return reported(fitting[best])
+
+
+def frame_from_facts(
+    facts: dict[str, Any], concept_facts: dict[str, Any], unit: str, period: str
+) -> list[dict[str, Any]]:
+    """The frame row one company contributes, in EDGAR's shape, chosen by the facts rule
+    (`company_frame_row`), plus the filing's form and date and any restatement."""
+    unit_facts = concept_facts.get("units", {}).get(unit.replace("-per-", "/"), [])
+    found = company_frame_row(unit_facts, period)
+    if found is None:
+        return []
+    row = {
+        "accn": found["accession_number"],
+        "cik": facts["cik"],
+        "entityName": facts["entityName"],
+    }
+    row.update({k: found[k] for k in ("start", "end") if k in found}, val=found["value"])
+    row.update({k: found[k] for k in _FILING_EXTRAS if k in found})
+    return [row]
+
+
+_FILING_EXTRAS = ("form", "filed", "originally_reported", "restated_in")

@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
-from tools.sec.frames import company_frame_row
+from tools.sec.frames import frame_from_facts, period_bounds
 from tools.sec.source import PUBLIC_BASE, SecHost, SecNotFound, public_url
 from tools.sec.submission import split_submission
 
-__all__ = ["SNAPSHOT_DIR", "OfflineSec", "frame_from_facts"]
+__all__ = ["SNAPSHOT_DIR", "OfflineSec"]
 
 SNAPSHOT_DIR = Path(__file__).with_name("snapshot")
 HOST_DIRS: dict[SecHost, str] = {
@@ -99,6 +99,10 @@ class OfflineSec:
         if len(parts) != 4:
             raise SecNotFound(f"Not a frames path: {path}")
         taxonomy, concept, unit, period = parts
+        try:
+            period_bounds(period)
+        except ValueError:
+            raise SecNotFound(f"Not a frames period: {path}") from None
         frame: dict[str, Any] = {
             "taxonomy": taxonomy,
             "tag": concept,
@@ -123,25 +127,3 @@ class OfflineSec:
 
 def _facts_path(cik: int) -> str:
     return f"/api/xbrl/companyfacts/CIK{cik:010d}.json"
-
-
-def frame_from_facts(
-    facts: dict[str, Any], concept_facts: dict[str, Any], unit: str, period: str
-) -> list[dict[str, Any]]:
-    """The frame row one company contributes, in EDGAR's shape, chosen by the facts rule
-    (see tools.sec.frames), plus the filing's form and date and any restatement."""
-    unit_facts = concept_facts.get("units", {}).get(unit.replace("-per-", "/"), [])
-    found = company_frame_row(unit_facts, period)
-    if found is None:
-        return []
-    row = {
-        "accn": found["accession_number"],
-        "cik": facts["cik"],
-        "entityName": facts["entityName"],
-    }
-    row.update({k: found[k] for k in ("start", "end") if k in found}, val=found["value"])
-    row.update({k: found[k] for k in _FILING_EXTRAS if k in found})
-    return [row]
-
-
-_FILING_EXTRAS = ("form", "filed", "originally_reported", "restated_in")
