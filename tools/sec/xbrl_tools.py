@@ -62,8 +62,8 @@ class GetCompanyFacts(Tool[CompanyFactsInput]):
         if args.concept is None:
             result["metrics"] = summarize(facts, as_reported=args.as_reported)
             result["note"] = (
-                "Values are in the units shown (USD not scaled). Periods: start/end dates; 'frame' is "
-                "SEC's calendar period. Pass concept= for one concept's full history."
+                "Values are in the units shown (USD not scaled). Periods: start/end dates; "
+                "'frame' is SEC's calendar period. Pass concept= for one concept's full history."
             )
             result["rule"] = _rule(args.as_reported)
             return dump(result)
