@@ -201,11 +201,13 @@ def report_failure(member_path: str | None) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        if member_path and not isinstance(exc, KeyboardInterrupt):
-            if isinstance(exc, SystemExit):  # sys.exit("why"), or a status
-                text = str(exc.code)
-            else:
-                text = "".join(traceback.format_exception_only(exc)).strip()
+        if isinstance(exc, SystemExit):  # sys.exit("why"), or a status (0: nothing failed)
+            text = "" if exc.code in (0, None) else str(exc.code)
+        elif isinstance(exc, KeyboardInterrupt):
+            text = ""
+        else:
+            text = "".join(traceback.format_exception_only(exc)).strip()
+        if member_path and text:
             with contextlib.suppress(OSError):
                 Member(Path(member_path)).error.write_text(text + "\n")
         raise

@@ -10,6 +10,7 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from gateway import fleet
 from tests.conftest import iter_events
-from tests.procs.gateway import GatewayProcess, gateway_process
+from tests.procs.gateway import GatewayProcess
 from tests.procs.load import Load, Sample, counted, scrape, total
 from tests.procs.redis import redis_server
 
@@ -29,7 +30,7 @@ BOOT_S = 60  # a worker's start on a busy machine (imports, the demo model, Redi
 QUESTION = "What was Apple revenue in fiscal 2023 and how did it compare to Microsoft?"
 
 
-async def worker_pids(gateway: GatewayProcess, want: int, timeout_s: float = 20) -> set[int]:
+async def worker_pids(gateway: GatewayProcess, want: int, timeout_s: float = BOOT_S) -> set[int]:
     """Worker pids answering /health, asked on new connections until `want` are seen."""
     seen: set[int] = set()
     async with asyncio.timeout(timeout_s):
@@ -42,6 +43,18 @@ async def worker_pids(gateway: GatewayProcess, want: int, timeout_s: float = 20)
             assert health["redis"]["status"] == "ok"
             seen.add(health["worker"]["pid"])
     return seen
+
+
+@contextlib.asynccontextmanager
+async def two_workers(tmp_path: Path, redis_url: str, **env: str) -> AsyncIterator[GatewayProcess]:
+    """`python -m gateway --workers 2`, once both workers answer; stopped at the end."""
+    gateway = GatewayProcess(tmp_path, "--workers", "2", REDIS_URL=redis_url, **env)
+    try:
+        await gateway.start(wait=False)
+        await worker_pids(gateway, 2)
+        yield gateway
+    finally:
+        await gateway.stop()
 
 
 def alive(pid: int) -> bool:
@@ -59,10 +72,11 @@ async def test_several_workers_need_redis(tmp_path: Path) -> None:
     assert "GATEWAY_WORKERS=2 needs REDIS_URL" in gateway.output()
 
 
+@pytest.mark.timeout(300)
 async def test_workers_share_a_port_come_back_and_stop_cleanly(tmp_path: Path) -> None:
     async with (
         redis_server(tmp_path) as redis,
-        gateway_process(tmp_path, "--workers", "2", REDIS_URL=redis.url, **DEMO) as gateway,
+        two_workers(tmp_path, redis.url, **DEMO) as gateway,
     ):
         first = await worker_pids(gateway, 2)
         victim = min(first)
@@ -83,14 +97,15 @@ async def test_workers_share_a_port_come_back_and_stop_cleanly(tmp_path: Path) -
         assert not any(alive(pid) for pid in again)
 
 
+@pytest.mark.timeout(300)
 async def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
     async with (
         redis_server(tmp_path) as redis,
-        gateway_process(tmp_path, "--workers", "2", REDIS_URL=redis.url, **DEMO) as gateway,
+        two_workers(tmp_path, redis.url, **DEMO) as gateway,
     ):
         pids = await worker_pids(gateway, 2)
         await gateway.stop(signal.SIGKILL)  # no SIGTERM from it: the kernel tells them
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(BOOT_S):
             while any(alive(pid) for pid in pids):
                 await asyncio.sleep(0.1)
 
@@ -109,14 +124,11 @@ async def test_metrics_of_two_workers_add_up_and_never_go_down(tmp_path: Path) -
     worker answers), a worker killed mid-way keeps its counts, a stopped one does not
     hang the scrape."""
     pacing = {**DEMO, "GATEWAY_DEMO_PACING_MS": "10"}
-    async with redis_server(tmp_path) as redis:
-        gateway = GatewayProcess(tmp_path, "--workers", "2", REDIS_URL=redis.url, **pacing)
-        try:
-            await gateway.start(wait=False)
-            await worker_pids(gateway, 2, timeout_s=BOOT_S)
-            await scrapes_under_load(gateway)
-        finally:
-            await gateway.stop()
+    async with (
+        redis_server(tmp_path) as redis,
+        two_workers(tmp_path, redis.url, **pacing) as gateway,
+    ):
+        await scrapes_under_load(gateway)
 
 
 async def scrapes_under_load(gateway: GatewayProcess) -> None:
@@ -155,7 +167,7 @@ async def scrapes_under_load(gateway: GatewayProcess) -> None:
 
     # A worker that does not answer (stopped) costs the scrape SCRAPE_TIMEOUT_S, and
     # its last numbers count. A scrape the kernel hands to it waits: try another.
-    pids = await worker_pids(gateway, 2, timeout_s=BOOT_S)
+    pids = await worker_pids(gateway, 2)
     stopped = min(pids)
     os.kill(stopped, signal.SIGSTOP)
     try:

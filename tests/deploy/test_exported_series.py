@@ -19,10 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from gateway.metrics import Metrics
 from tests.deploy.dashboards import ALERTS, JOB
 from tests.deploy.test_promtool import UNIT_TESTS, needs_promtool, promtool, without_annotations
-from tests.procs.gateway import GatewayProcess
 from tests.procs.load import Load, counted, scrape, total
 from tests.procs.redis import redis_server
-from tests.test_workers import BOOT_S, DEMO, worker_pids
+from tests.test_workers import DEMO, two_workers
 
 pytestmark = pytest.mark.redis
 yaml = pytest.importorskip("yaml")  # no type stubs: read as Any
@@ -72,22 +71,16 @@ def promql_series(name: str, labels: dict[str, str]) -> str:
 @needs_promtool
 @pytest.mark.timeout(300)
 async def test_alert_rules_on_the_series_two_workers_export(tmp_path: Path) -> None:
-    async with redis_server(tmp_path) as redis:
-        pacing = {**DEMO, "GATEWAY_DEMO_PACING_MS": "10"}
-        gateway = GatewayProcess(tmp_path, "--workers", "2", REDIS_URL=redis.url, **pacing)
-        try:
-            await gateway.start(wait=False)
-            await worker_pids(gateway, 2, timeout_s=BOOT_S)
-            load, scrapes = Load(gateway.url), []
-            async with load.running():
-                for minute in range(8):  # a scrape stands for a minute of Prometheus's
-                    if minute == 4:
-                        os.kill((await gateway.health())["worker"]["pid"], signal.SIGKILL)
-                    scrapes.append((await scrape(gateway.url))[1])
-            text, settled = await scrape(gateway.url)  # every run has ended
-            scrapes.append(settled)
-        finally:
-            await gateway.stop()
+    pacing = {**DEMO, "GATEWAY_DEMO_PACING_MS": "10"}
+    async with redis_server(tmp_path) as redis, two_workers(tmp_path, redis.url, **pacing) as gw:
+        load, scrapes = Load(gw.url), []
+        async with load.running():
+            for minute in range(8):  # a scrape stands for a minute of Prometheus's
+                if minute == 4:
+                    os.kill((await gw.health())["worker"]["pid"], signal.SIGKILL)
+                scrapes.append((await scrape(gw.url))[1])
+        text, settled = await scrape(gw.url)  # every run has ended
+        scrapes.append(settled)
     last = scrapes[-1]
     exported = exported_labels(text)
 
