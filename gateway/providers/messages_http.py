@@ -25,7 +25,7 @@ from yarl import URL
 
 from gateway.errors import UpstreamFailure
 from gateway.providers.failures import retry_after_s, should_retry, status_code
-from gateway.providers.http1 import Answer, HTTP1Client, check_headers
+from gateway.providers.http1 import Answer, HTTP1Client, header_block
 from gateway.upstream import SSEDecoder, failure_from_error_body
 
 OnPayloads = Callable[[list[bytes]], None]
@@ -40,8 +40,8 @@ class MessagesHTTP:
         (the API key among them) with a CR, LF or NUL, or a proxy that is not http(s)://."""
         self.url = URL(str(client.base_url).rstrip("/") + "/v1/messages")
         headers = {k: v for k, v in client.default_headers.items() if isinstance(v, str)}
-        self._headers = headers | {"Content-Type": "application/json"}
-        check_headers(self._headers)
+        # Checked and formatted once: the same for every call.
+        self._headers = header_block(headers | {"Content-Type": "application/json"})
         timeout = client.timeout
         if isinstance(timeout, anthropic.Timeout):  # the SDK's default: connect 5 s, read 600 s
             connect, read = timeout.connect, timeout.read
