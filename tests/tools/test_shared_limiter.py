@@ -86,19 +86,56 @@ async def test_each_slot_goes_back_where_it_was_taken(
     assert limiter.local.in_flight == 0
 
 
-async def test_a_caller_cancelled_while_redis_is_frozen_leaves_no_slot(
+async def test_no_burst_when_redis_goes_or_comes_back(
     server: FreezableRedis, client: redis.Redis
 ) -> None:
-    limiter = limiter_on(client, redis_timeout_s=30.0)
+    limiter = limiter_on(client, redis_retry_s=0.0)
+    loop = asyncio.get_running_loop()
+    starts: list[float] = []
+
+    async def burst() -> None:
+        async def one() -> None:
+            async with limiter.slot():
+                starts.append(loop.time())
+
+        await asyncio.gather(*(one() for _ in range(RATE)))
+
+    await burst()  # Redis spaces them over a second
+    await server.stop()
+    await burst()  # alone: these wait until Redis' requests leave the window
+    await server.start()
+    await burst()  # Redis again: these wait until the lone ones leave it
+    assert limiter.granted == {"shared": 2 * RATE, "local": RATE}
+    assert busiest_second(starts) <= RATE
+    assert limiter.local.in_flight == 0
+
+
+@pytest.mark.parametrize("lone_in_flight", [False, True])
+async def test_a_caller_cancelled_while_redis_is_frozen_leaves_no_slot(
+    server: FreezableRedis, client: redis.Redis, lone_in_flight: bool
+) -> None:
+    limiter = limiter_on(client, redis_timeout_s=30.0, redis_retry_s=0.0)
+    lone = None
+    if lone_in_flight:  # then a caller takes its local slot before it asks Redis
+        await server.stop()
+        lone = await limiter.acquire()
+        await server.start()
     assert await client.ping()  # connected: the frozen server takes the command, never answers
     server.freeze(True)
     waiting = asyncio.create_task(limiter.acquire())
+    if lone is None:
+        await asyncio.sleep(0.2)  # nothing to watch: it holds nothing while Redis is silent
     async with asyncio.timeout(5):
-        while limiter.local.in_flight == 0:  # it holds its local slot, waiting on Redis
+        while lone is not None and limiter.local.in_flight < 2:  # its slot, then Redis
             await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+    assert limiter.local.in_flight == (1 if lone else 0)
+    if lone is not None:
+        lone.release()
     assert limiter.local.in_flight == 0
 
 

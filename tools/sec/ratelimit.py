@@ -12,7 +12,7 @@ by every SEC request of the process. Waiters are served in arrival order.
 With Redis, `SharedRateLimiter` holds the budget for every process and machine that use
 the same Redis (N workers each at 8/s would send N x 8 and get the host blocked by SEC).
 Each request goes through `async with limiter.slot():`, which releases exactly what that
-acquisition took, whichever way Redis was doing meanwhile.
+acquisition took, whatever Redis did meanwhile.
 """
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ class RateLimiter:
                     self._finished.clear()
                     await self._finished.wait()
 
+    def occupy(self) -> None:
+        """Count a request another limiter let through, without waiting: it may take the
+        count past `rate`, holding back this limiter's own callers until the window clears."""
+        self._in_flight += 1
+
     def release(self) -> None:
         if self._in_flight <= 0:
             raise RuntimeError("RateLimiter.release() without a slot taken")
@@ -103,19 +108,20 @@ class RateLimiter:
 
 
 class Slot:
-    """One acquisition of a `SharedRateLimiter`, released once into the local limiter that
-    granted it; `shared` says whether Redis spaced it too (False: Redis had failed)."""
+    """One acquisition of a `SharedRateLimiter`: `shared` says whether Redis spaced it
+    (False: Redis had failed and this process's own limiter alone let it through).
+    `release()` gives back what this acquisition took, once."""
 
-    __slots__ = ("_local", "shared")
+    __slots__ = ("_owner", "shared")
 
-    def __init__(self, local: RateLimiter, shared: bool) -> None:
-        self._local: RateLimiter | None = local
+    def __init__(self, owner: SharedRateLimiter, shared: bool) -> None:
+        self._owner: SharedRateLimiter | None = owner
         self.shared = shared
 
     def release(self) -> None:
-        local, self._local = self._local, None
-        if local is not None:
-            local.release()
+        owner, self._owner = self._owner, None
+        if owner is not None:
+            owner._release(self.shared)
 
 
 # GCRA as a queue: each caller reserves the next free slot, `interval` after the previous
@@ -137,12 +143,13 @@ class SharedRateLimiter:
     `per / rate` apart (GCRA), so any `per` seconds hold at most `rate` of them wherever
     they come from.
 
-    Every request also holds a slot of this process's own `RateLimiter`, Redis or not, so
-    one process never exceeds `rate` at the server: that limiter binds only when answers
-    are slow (then it is what holds the rate at SEC). When Redis fails, the process goes on
-    under it alone, and the switch either way cannot burst, as it already counts what
-    Redis let through. Nothing is held in Redis: its key expires a second after the last
-    reservation, so a request that never ends leaves no slot behind there.
+    If Redis fails, the process goes on under its own `RateLimiter` alone. That limiter
+    counts every request of the process, Redis' too (without making them wait), so the
+    first requests after Redis fails wait for the window Redis' requests still fill. The
+    other way, while requests let through alone are in flight or in the window, Redis'
+    requests also wait for the local limiter: Redis knows nothing of those. So one process
+    never bursts past `rate` when Redis goes or comes back. Nothing is held in Redis: its
+    key expires a second after the last reservation.
     """
 
     def __init__(
@@ -163,18 +170,46 @@ class SharedRateLimiter:
         self._retry_s = redis_retry_s
         self._skip_redis_until = 0.0  # loop time; health, never consulted by a release
         self._failing = False  # for logging each outage once
+        self._alone = 0  # slots let through without Redis, not yet released
+        self._alone_until = 0.0  # loop time the last of them leaves the window
         self.granted = {"shared": 0, "local": 0}  # slots given with and without Redis
 
     async def acquire(self) -> Slot:
         """Wait for a slot; the caller must `release()` the returned `Slot` once."""
-        await self.local.acquire()
+        held = False
         try:
-            shared = await self._wait_shared()
+            if self._lone_in_window():  # they count too, and Redis knows nothing of them
+                await self.local.acquire()
+                held = True
+            wait_s = await self._reserve_slot()
+            if not held:
+                if wait_s is None or self._lone_in_window():
+                    await self.local.acquire()
+                else:  # counted from now: a lone request must not start beside it
+                    self.local.occupy()
+                held = True
+            if wait_s:
+                await asyncio.sleep(wait_s)
         except BaseException:  # cancelled waiting: nothing was sent, give the slot back
-            self.local.release()
+            if held:
+                self.local.release()
             raise
+        shared = wait_s is not None
+        if not shared:
+            self._alone += 1
         self.granted["shared" if shared else "local"] += 1
-        return Slot(self.local, shared)
+        return Slot(self, shared)
+
+    def _lone_in_window(self) -> bool:
+        """Whether requests let through without Redis are in flight or in the window."""
+        return self._alone > 0 or asyncio.get_running_loop().time() < self._alone_until
+
+    def _release(self, shared: bool) -> None:
+        self.local.release()
+        if not shared:
+            self._alone -= 1
+            now = asyncio.get_running_loop().time()
+            self._alone_until = max(self._alone_until, now + self.local.per)
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[Slot]:
@@ -184,11 +219,12 @@ class SharedRateLimiter:
         finally:
             held.release()
 
-    async def _wait_shared(self) -> bool:
-        """Wait for this request's turn in the shared budget; False if Redis cannot say."""
+    async def _reserve_slot(self) -> float | None:
+        """Reserve this request's turn in the shared budget: how long to wait for it, or
+        None if Redis cannot say."""
         loop = asyncio.get_running_loop()
         if loop.time() < self._skip_redis_until:
-            return False
+            return None
         try:
             async with asyncio.timeout(self._timeout_s):
                 wait_us = int(await self._reserve(keys=[self.key], args=[self.interval_us]))
@@ -197,10 +233,8 @@ class SharedRateLimiter:
             if not self._failing:
                 log.warning("SEC rate limit: Redis failed (%s); limiting this process alone", exc)
             self._failing = True
-            return False
+            return None
         if self._failing:
             log.info("SEC rate limit: Redis is back; sharing the budget again")
         self._failing = False
-        if wait_us > 0:
-            await asyncio.sleep(wait_us / 1e6)
-        return True
+        return max(0, wait_us) / 1e6
