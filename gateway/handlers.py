@@ -75,7 +75,7 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
         if position is None:
             raise _not_found(run_id)
         _check_cursor(after, position[1])
-        return await stream_shared(request, runs.shared, run_id, after=after)
+        return await stream_shared(request, runs.shared, run_id, after=after, last=position[1])
     raise _not_found(run_id)
 
 
@@ -174,9 +174,10 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
 
 
 async def stream_shared(
-    request: web.Request, shared: RedisStore, run_id: str, *, after: int
+    request: web.Request, shared: RedisStore, run_id: str, *, after: int, last: int
 ) -> web.StreamResponse:
-    """`stream_log` for a run another process owns: read from the shared store."""
+    """`stream_log` for a run another process owns: read from the shared store, its
+    backlog up to `last` a window at a time, then followed live."""
     status = await shared.attach(run_id)
     if status is None:
         raise _not_found(run_id)
@@ -189,10 +190,17 @@ async def stream_shared(
     try:
         await response.prepare(request)
         writer = SSEWriter(request, response, timeout_s)
-        chunks = shared.follow(run_id, after, heartbeat, live=status == "running")
-        async with contextlib.aclosing(chunks):
-            async for chunk in chunks:
-                await writer.write(chunk or sse.PING)
+        ended = False
+        windows = redis_mirror.backlog(shared, run_id, after, last)
+        async with contextlib.aclosing(windows):
+            async for data, seq, end in windows:
+                await writer.write(data)  # waits for the socket to drain
+                after, ended = seq, end
+        if not ended:
+            chunks = shared.follow(run_id, after, heartbeat, live=status == "running")
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    await writer.write(chunk or sse.PING)
         await response.write_eof()
     except ConnectionResetError:  # as in stream_log: the owner's grace timer counts readers
         _left(request, writer)

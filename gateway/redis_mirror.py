@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,35 @@ log = logging.getLogger(__name__)
 CURSOR_LAG_S = 0.5
 """How long a cursor past a running run's last seq in Redis waits for the mirror (a flush
 behind the owner, which may have streamed it already) before it is past the end."""
+
+
+REPLAY_FRAMES = 512
+"""Frames a reader on another process takes from Redis at a time while it replays a
+backlog (~80 KB of SSE for a model's deltas): its window. `follow` reads 4,096 a time,
+a few MB of parsed reply held by a reader that may read nothing (50 silent re-attaches of
+a 6 MB run took 286 MB that way)."""
+
+
+async def backlog(
+    store: RedisStore, run_id: str, after: int, last: int
+) -> AsyncGenerator[tuple[bytes, int, bool], None]:
+    """The frames after seq `after` up to `last`, REPLAY_FRAMES at a time: each window's
+    frames, its last seq, and whether that was the run's terminal frame. Redis failing
+    ends it early: `follow` goes on from the seq reached, and rides that out."""
+    key = store.events_key(run_id)
+    while after < last:
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                entries: Any = await store.client.xrange(key, f"({after}-0", count=REPLAY_FRAMES)
+        except REDIS_ERRORS:
+            return
+        if not entries:
+            return
+        after = int(entries[-1][0].split(b"-")[0])
+        end = b"end" in entries[-1][1]
+        yield b"".join(fields[b"f"] for _, fields in entries), after, end
+        if end:
+            return
 
 
 async def position(store: RedisStore, run_id: str, after: int) -> tuple[str, int] | None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway import keys
+from gateway import keys, redis_mirror
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.procs.redis import redis_server
@@ -132,3 +132,22 @@ async def test_a_running_run_read_from_redis_answers_the_same(
     rest = await read_events(follower)
     assert rest[0]["seq"] == seen[-1]["seq"] + 1 and rest[-1]["type"] == "final"
     response.close()
+
+
+@pytest.mark.redis
+async def test_a_long_backlog_from_redis_is_replayed_whole(
+    make_gateway: GatewayFactory, redis_url: str, fake: FakeAnthropic
+) -> None:
+    shared = {"redis_url": redis_url, "redis_key_prefix": "cursor:", "gateway_resume_grace_s": 5}
+    owner, other = await make_gateway(**shared), await make_gateway(**shared)
+    words = " ".join(f"w{n}" for n in range(3 * redis_mirror.REPLAY_FRAMES))
+    fake.add(Reply([Text(words, chunk=4)]))  # several replay windows of frames
+    events = await read_events(await owner.post("/api/stream", json={"query": "x"}))
+    run_id, last = events[0]["run_id"], events[-1]["seq"]
+    assert last > 2 * redis_mirror.REPLAY_FRAMES
+    async with asyncio.timeout(5):  # until the terminal frame is mirrored
+        while (await other.get(f"/api/stream/{run_id}?after={last}")).status != 200:
+            await asyncio.sleep(0.02)
+    for after in (0, 7, redis_mirror.REPLAY_FRAMES, last - 1):
+        replayed = await read_events(await other.get(f"/api/stream/{run_id}?after={after}"))
+        assert replayed == events[after:], after

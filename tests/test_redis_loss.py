@@ -70,5 +70,8 @@ async def test_after_past_the_end_closes_at_once(
     await asyncio.sleep(0.3)  # mirrored
     for client in (a, b):  # in memory on A, from Redis on B
         async with asyncio.timeout(2):
-            response = await client.get(f"/api/stream/{run_id}?after={last + 5}")
+            response = await client.get(f"/api/stream/{run_id}?after={last}")
             assert response.status == 200 and await read_events(response) == []
+            past = await client.get(f"/api/stream/{run_id}?after={last + 5}")
+            assert past.status == 400  # a cursor past the end is a mistake (PROTOCOL)
+            assert (await past.json())["error"]["details"] == {"last_seq": last}

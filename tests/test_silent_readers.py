@@ -16,9 +16,12 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
 from aiohttp.test_utils import TestServer
 
 from tests.fakes.anthropic import FakeAnthropic
+from tests.procs.gateway import GatewayProcess
+from tests.procs.redis import redis_server
 from tests.silent import (
     finished_big_run,
     rss_bytes,
@@ -42,19 +45,42 @@ async def test_silent_readers_hold_a_window_each_not_the_log(
         run_id, log_bytes = await finished_big_run(gateway, fake, LOG_BYTES)
         assert log_bytes > LOG_BYTES * 0.8
         await asyncio.sleep(0.5)
-        before = rss_bytes(pid)
-        path = f"/api/stream/{run_id}"
-        readers = [await silent_reader(gateway.port, path) for _ in range(READERS)]
-        try:
-            await until_readers(gateway, READERS)
-            peak = before
-            for _ in range(30):  # the replay has written all a socket takes by now
-                peak = max(peak, rss_bytes(pid))
-                await asyncio.sleep(0.05)
-        finally:
-            for sock in readers:
-                sock.close()
-        added = peak - before
+        added = await added_by_silent_readers(gateway, pid, run_id)
         print(f"{READERS} silent readers of a {log_bytes / 1e6:.1f} MB log added "
-              f"{added / 1e6:.1f} MB (RSS {before / 1e6:.0f} -> {peak / 1e6:.0f} MB)")  # fmt: skip
+              f"{added / 1e6:.1f} MB")  # fmt: skip
         assert added < READERS * log_bytes / 3, (added, READERS * log_bytes)
+
+
+@pytest.mark.redis
+async def test_silent_readers_on_another_worker_hold_a_window_each(
+    tmp_path: Path, fake: FakeAnthropic, fake_server: TestServer
+) -> None:
+    """The same re-attaches on a process that reads the run from Redis (+286 MB for 50 x
+    6 MB before its backlog was read a window at a time; +30 MB after)."""
+    async with redis_server(tmp_path) as redis:
+        env = upstream_env(fake_server, GATEWAY_WRITE_TIMEOUT_S="120", REDIS_URL=redis.url)
+        async with started(tmp_path, **env) as owner, started(tmp_path, **env) as other:
+            assert other.process is not None
+            run_id, log_bytes = await finished_big_run(owner, fake, LOG_BYTES)
+            await asyncio.sleep(1.0)  # the mirror's last writes
+            added = await added_by_silent_readers(other, other.process.pid, run_id)
+    print(f"{READERS} silent readers on another worker of a {log_bytes / 1e6:.1f} MB log "
+          f"added {added / 1e6:.1f} MB")  # fmt: skip
+    assert added < READERS * log_bytes / 3, (added, READERS * log_bytes)
+
+
+async def added_by_silent_readers(gateway: GatewayProcess, pid: int, run_id: str) -> int:
+    """What READERS silent re-attaches of the run add to the process, at their peak."""
+    before = rss_bytes(pid)
+    path = f"/api/stream/{run_id}"
+    readers = [await silent_reader(gateway.port, path) for _ in range(READERS)]
+    try:
+        await until_readers(gateway, READERS)
+        peak = before
+        for _ in range(40):  # the replays have written all a socket takes by now
+            peak = max(peak, rss_bytes(pid))
+            await asyncio.sleep(0.05)
+    finally:
+        for sock in readers:
+            sock.close()
+    return peak - before
