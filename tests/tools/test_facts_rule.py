@@ -423,6 +423,9 @@ def test_summary_skips_what_a_company_lacks() -> None:
     assert metric_concept(facts, "Revenue") == "us-gaap:SalesRevenueNet"
     assert metric_concept(facts, "net income") is None
     assert metric_concept(facts, "no such metric") is None
+    # Apple: SalesRevenueNet until 2018, Revenues briefly, the ASC 606 concept since.
+    expected = "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax"
+    assert metric_concept(_company(APPLE), "revenue") == expected
 
 
 def test_summary_of_made_up_facts_exactly() -> None:
@@ -433,6 +436,7 @@ def test_summary_of_made_up_facts_exactly() -> None:
         return {"start": start, **_fact(val, filed, accn, form, end=end)}
 
     income = [
+        year(9, "2021-12-31", "2022-02-01", "a0"),
         year(10, "2022-12-31", "2023-02-01", "a1"),
         year(12, "2022-12-31", "2024-02-01", "a2"),
         year(20, "2023-12-31", "2024-02-01", "a2"),

@@ -93,7 +93,7 @@ def frame_from_facts(
 ) -> list[dict[str, Any]]:
     """The frame row one company contributes, in EDGAR's shape, chosen by the facts rule
     (`company_frame_row`), plus the filing's form and date and any restatement."""
-    unit_facts = concept_facts.get("units", {}).get(unit.replace("-per-", "/"), [])
+    unit_facts = concept_facts["units"].get(unit.replace("-per-", "/"), [])
     found = company_frame_row(unit_facts, period)
     if found is None:
         return []
