@@ -10,9 +10,9 @@ from typing import Any
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
 from demo_model.margins import derived
-from demo_model.periods import Gated, asked_text, gate
+from demo_model.periods import CALENDAR, Gated, asked_text, gate
 from demo_model.reply import Call
-from demo_model.results import Series, as_series, held_note, reason_of, text_of
+from demo_model.results import NOT_REPORTED, Series, as_series, held_note, reason_of, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer
 from demo_model.understand import Question
 from demo_model.vocab import METRICS
@@ -59,13 +59,14 @@ def filing_ref(row: dict[str, Any], cik: int | None) -> str:
 def failed(step: Step, q: Question | None = None) -> str:
     who = str(step.input.get("company_identifier", ""))
     named = next((f.label for f in q.firms if who in (str(f.cik), f.ticker)), who) if q else who
-    text = f"I couldn't get the {label_of(step)} of {named}: {reason_of(step)}."
+    asked = ""
+    if q is not None and q.span.names_year:
+        year = q.span.fiscal_year - q.span.back if q.span.fiscal_year else None
+        asked = f" for {asked_text(q.span, year)}"
+    text = f"I couldn't get the {label_of(step)} of {named}{asked}: {reason_of(step)}."
+    if reason_of(step) == NOT_REPORTED:
+        text += f" Ask for a figure {named} reports, such as its revenue or net income."
     return text + held_note(step, "XBRL figures")
-
-
-CALENDAR = "us-gaap:NetIncomeLoss"
-"""Asked beside a balance-sheet figure of a fiscal year: the end dates of the company's
-fiscal years (its annual net income's periods), to find that year's last day."""
 
 
 def calendar_call(identifier: str, limit: int) -> Call:

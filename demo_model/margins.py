@@ -9,7 +9,7 @@ from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import fiscal_year, money, period, table
-from demo_model.periods import Gated, asked_text, gate
+from demo_model.periods import CALENDAR, Gated, asked_text, gate
 from demo_model.results import Series, as_series
 from demo_model.spans import Span
 from demo_model.understand import Question
@@ -75,7 +75,8 @@ def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None)
     top, bottom = found
     kind = "quarterly" if q.span.quarter else "annual"
     pairs = _pairs(metric, top, bottom, kind)
-    gated = gate(q.span, kind, getattr(top, kind), None, conv.today)
+    calendar = _calendar(conv, who or (q.firms[0].ticker if q.firms else None))
+    gated = gate(q.span, kind, getattr(top, kind), calendar, conv.today)
     pair = next((p for p in pairs if p[0] is gated.row), None)
     if pair is None:
         return _cannot(q, top, bottom, kind, gated)
@@ -85,6 +86,16 @@ def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None)
     )
     sign = "−" if metric.difference else "÷"
     return text + f" (XBRL `{top.concept}` {sign} `{bottom.concept}`.)"
+
+
+def _calendar(conv: Conversation, who: str | None) -> list[dict[str, Any]] | None:
+    """The company's fiscal years, from the calendar call made beside the parts."""
+    for step in conv.done(FACTS):
+        same = step.input.get("company_identifier") == who
+        if same and step.input.get("concept") == CALENDAR:
+            s = as_series(step)
+            return s.annual if s is not None else None
+    return None
 
 
 def _cannot(q: Question, top: Series, bottom: Series, kind: str, gated: Gated) -> str:

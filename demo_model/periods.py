@@ -17,9 +17,12 @@ from typing import Any
 from demo_model.fmt import fiscal_year
 from demo_model.spans import Span
 
-__all__ = ["Gated", "asked_text", "gate", "target_year", "wants_calendar"]
+__all__ = ["CALENDAR", "Gated", "asked_text", "gate", "target_year", "wants_calendar"]
 
 Row = dict[str, Any]
+CALENDAR = "us-gaap:NetIncomeLoss"
+"""Asked beside a figure when its period needs placing: the end dates of the company's
+fiscal years are the periods of its annual net income."""
 STALE_DAYS = 730
 """A "last fiscal year" older than this (from today) is not the last one: the data stops
 early (Tesla's figures in the offline snapshot end in 2022)."""
@@ -38,8 +41,12 @@ class Gated:
 
 
 def wants_calendar(span: Span, instant: bool) -> bool:
-    """A balance-sheet value of a fiscal year needs the fiscal calendar: its last day."""
-    return instant and bool(span.fiscal_year or span.latest_year) and not span.quarter
+    """The company's fiscal calendar is needed for the last fiscal year (which one it is
+    is the company's, not one figure's: a figure no longer reported would otherwise make
+    an older year "the last"), and for a balance-sheet value of a year (its last day)."""
+    if span.quarter or span.unclear:
+        return False
+    return bool(span.latest_year) or (instant and bool(span.fiscal_year))
 
 
 def target_year(span: Span, annual: list[Row], today: dt.date | None = None) -> int | None:
@@ -90,9 +97,9 @@ def gate(
         return Gated(kind, found, miss)
     if not (span.fiscal_year or span.latest_year):
         return Gated(kind, rows[0] if rows else None, "" if rows else "no value")
-    year = target_year(span, rows, today)
+    year = target_year(span, calendar if span.latest_year and calendar else rows, today)
     if year is None:
-        return Gated(kind, None, _stale(rows))
+        return Gated(kind, None, _stale(calendar or rows))
     found = next((r for r in rows if fiscal_year(r) == year), None)
     return Gated(kind, found, "" if found else f"no value for fiscal year {year}", year)
 

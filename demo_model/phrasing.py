@@ -31,11 +31,8 @@ _THANKS = (
     r"got it|that'?s all|that is all|bye|goodbye|good ?bye|see you|see ya|later|ciao|"
     r"have a (?:good|nice) (?:one|day))"
 )
-THANKS = re.compile(
-    rf"^\W*{_THANKS}(?: (?:so much|a lot|very much|for (?:the|your) help))?"
-    rf"(?:\W+{_THANKS}(?: (?:so much|a lot|very much|for (?:the|your) help))?)*\W*$",
-    re.I,
-)
+_AFTER = r"(?: (?:so much|a lot|very much|for (?:the|your) help|for now|for today))*"
+THANKS = re.compile(rf"^\W*{_THANKS}{_AFTER}(?:\W+{_THANKS}{_AFTER})*\W*$", re.I)
 ADVICE_REASON = "I give no investment advice"
 CONSENSUS_REASON = "consensus and analysts' estimates are forecasts"
 DECLINED = (ADVICE_REASON, CONSENSUS_REASON)
@@ -63,7 +60,8 @@ _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(r"\bconsensus\b|\bthe street\b|\bstreet (?:estimates?|expects?)|"
-                   r"\banalysts?['’]? (?:estimates?|expectations?|forecasts?|targets?|ratings?)|"
+                   r"\banalysts?['’]? (?:estimates?|expectations?|forecasts?|targets?|ratings?|"
+                   r"expect\w*|think|predict\w*|project\w*)|"
                    r"\bwall street\b", re.I),
         f"{CONSENSUS_REASON} by people outside the company, not "
         "reported figures, and I answer only from what companies have filed with the SEC",

@@ -10,6 +10,7 @@ from typing import Any
 from demo_model.conversation import Step
 
 __all__ = [
+    "NOT_REPORTED",
     "Doc",
     "Series",
     "as_doc",
@@ -38,6 +39,8 @@ def text_of(step: Step | None, key: str, default: str = "") -> str:
     return str(value) if value is not None else default
 
 
+NOT_REPORTED = "the company reports no such figure in its XBRL data"
+
 # A failed call's message, read for its cause: answers give the cause in plain words and
 # never paste the tool's own text (URLs, exception names, hints meant for a model).
 _CAUSES: tuple[tuple[str, str], ...] = (
@@ -48,7 +51,7 @@ _CAUSES: tuple[tuple[str, str], ...] = (
     (r"frames\S* is not in|Not found in the offline EDGAR snapshot",
      "the offline snapshot has no such data"),
     (r"is not in the offline EDGAR snapshot", "the offline snapshot does not hold this document"),
-    (r"\breports no\b", "the company reports no such figure in its XBRL data"),
+    (r"\breports no\b", NOT_REPORTED),
     (r"No EDGAR filer|no company|not a known company|Unknown company",
      "SEC knows no such company"),
     (r"timed? ?out", "the tool took too long and was stopped"),

@@ -66,19 +66,19 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
         calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
         if any(wants_calendar(q.span, m.instant) for m in parts):
             say += ", and the end dates of its fiscal years, to place the year's last day"
-            calls += (calendar_call(q.firms[0].ticker, _limit(q, conv)),)
+            calls += (calendar_call(q.firms[0].ticker, FLOW_LIMIT),)
         return Next(say + ".", calls)
     return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
 
 
 def _limit(q: Question, conv: Conversation) -> int:
-    """Enough values to reach the fiscal year asked about: a year has one annual value
-    and up to four balance-sheet dates."""
-    fiscal = q.span.fiscal_year
-    if not fiscal:
-        return 8
-    years = conv.today.year - fiscal + 3
-    return min(80, max(8, years * 4 if any(m.instant for m in q.metrics) else years))
+    """Periods enough to reach any fiscal year the data holds: sixteen years of annual
+    values, or sixteen years of balance-sheet dates (up to four a year). One limit per
+    kind, so the same figure is the same call whichever year is asked."""
+    return INSTANT_LIMIT if any(m.instant for m in q.metrics) else FLOW_LIMIT
+
+
+FLOW_LIMIT, INSTANT_LIMIT = 16, 64
 
 
 def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:
@@ -88,6 +88,8 @@ def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Ne
         parts = margin_parts(metric)
         years = max(_years(q, conv.today), _limit(q, conv))
         calls = tuple(_facts_call(f.ticker, m, years) for f in firms for m in parts)
+        if wants_calendar(q.span, False):
+            calls += tuple(calendar_call(f.ticker, FLOW_LIMIT) for f in firms)
         say = (
             f"I'll fetch the {_labels(parts)} of {firm_names(firms)} from XBRL, in parallel, "
             f"and compute the {metric.label} from them."
@@ -129,11 +131,11 @@ def plan_compare(q: Question, conv: Conversation) -> Next | str:
     if metric.ratio:
         return _derived(q, conv, lambda q, c: derived_compare(q, c, facts_answers.filing_ref))
     if conv.can(FACTS) and not conv.done(FACTS):
-        limit = _limit(q, conv) if q.span.fiscal_year else 3
+        limit = _limit(q, conv) if q.span.names_year else 3
         firms = q.firms[: MAX_CALLS // 2]
         calls = tuple(_facts_call(f.ticker, metric, limit) for f in firms)
         if wants_calendar(q.span, metric.instant):
-            calls += tuple(calendar_call(f.ticker, limit) for f in firms)
+            calls += tuple(calendar_call(f.ticker, FLOW_LIMIT) for f in firms)
         say = (
             f"I'll fetch the {metric.label} of {firm_names(q.firms)} from their XBRL data, "
             "one request per company, in parallel."
@@ -164,7 +166,7 @@ def plan_balance_sheet(q: Question, conv: Conversation) -> Next | str:
 def _dated_balance_sheet(q: Question, conv: Conversation) -> Next | str:
     """The balance sheet at the end of a year: each line's history and the fiscal calendar,
     in parallel, and the values dated on that year's last day."""
-    firm, limit = q.firms[0], _limit(q, conv)
+    firm, limit = q.firms[0], INSTANT_LIMIT
     if conv.can(FACTS) and not conv.done(FACTS):
         lines = [METRIC_BY_KEY[key] for key in compare_answers.BALANCE_SHEET_METRICS]
         calls = tuple(_facts_call(firm.ticker, m, limit) for m in lines)
@@ -172,7 +174,7 @@ def _dated_balance_sheet(q: Question, conv: Conversation) -> Next | str:
             f"I'll fetch each line of {firm.label}'s balance sheet from its XBRL data and the "
             "end dates of its fiscal years, in parallel, to read the values on the year's last day."
         )
-        return Next(say, (*calls, calendar_call(firm.ticker, limit)))
+        return Next(say, (*calls, calendar_call(firm.ticker, FLOW_LIMIT)))
     return _answer_or_unavailable(q, conv, compare_answers.dated_balance_sheet)
 
 

@@ -49,9 +49,13 @@ def plan_help(q: Question, conv: Conversation) -> str:
         )
     if q.metrics and not q.firms:
         what = " and ".join(m.label for m in q.metrics[:2])
+        words = [w for w in q.unclear if w != q.span.unclear]
+        unknown = f" (I didn't recognise “{'”, “'.join(words)}”)" if words else ""
         return (
-            f"I understood a question about {what}, but not which company it is about: I "
-            "found no company or person I know in it, so I give no figure. Name the company "
+            f"I can't answer that: I understood a question about {what}, but not which "
+            "company it is about: I "
+            f"found no company or person I know in it{unknown}, so I give no figure. Name the "
+            "company "
             f'("Apple {q.metrics[0].label}", or its ticker, "AAPL"). For a ranking across '
             f'companies, ask "Which companies reported the most {q.metrics[0].label} in CY2024?"'
         )
@@ -60,7 +64,7 @@ def plan_help(q: Question, conv: Conversation) -> str:
         return (
             f"I didn't understand the period “{said}” (I found no company, and no earlier "
             "question to place it on), so I give no figure for a guessed period. Ask with the "
-            'company and the fiscal year ("Apple revenue FY2023").'
+            'company and the fiscal year ("Apple revenue fiscal 2023").'
         )
     if q.text.strip() and not CUES["help"].search(q.text):
         return "That is outside what I can research. " + HELP

@@ -12,7 +12,7 @@ from typing import Literal
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
 from demo_model.spans import Span, find_limit, find_span
-from demo_model.vocab import FORMS, METRICS, TOPICS, Metric, Topic
+from demo_model.vocab import ACRONYMS, FORMS, METRICS, STOPWORDS, TOPICS, Metric, Topic
 
 __all__ = ["Intent", "Question", "Span", "understand"]
 
@@ -60,7 +60,8 @@ _LAST_QUARTER = re.compile(
     r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b", re.I
 )
 _FOLLOW_UP = re.compile(
-    r"^\W*(?:and|what about|how about)\b|\b(?:its|it|their|they|the company|same company)\b|"
+    r"^\W*(?:and|what about|how about|same (?:thing |one )?for|likewise for|now for|"
+    r"ditto for|repeat (?:that |it )?for)\b|\b(?:its|it|their|they|the company|same company)\b|"
     r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$|"
     r"^\W*(?:in |for )?(?:fy|fiscal )\s*'?\d{2}\W*$",
     re.I,
@@ -120,8 +121,22 @@ def understand(
         phrase=find_phrase(text) if intent in ("full_text", "web") else None,
         limit=find_limit(text),
         reason=reason,
-        unclear=(span.unclear,) if span.unclear else (),
+        unclear=_unclear(text, span, intent == "help" and bool(metrics) and not firms),
     )
+
+
+def _unclear(text: str, span: Span, no_firm: bool) -> tuple[str, ...]:
+    """What was not understood: a period it cannot place; for a figure of no company
+    found, the words left once the figure's and the period's are set aside ("costco")."""
+    said = (span.unclear,) if span.unclear else ()
+    if not no_firm:
+        return said
+    rest = text
+    for pattern in [m.pattern for m in METRICS] + [p for _, p in FORMS]:
+        rest = pattern.sub(" ", rest)
+    words = [re.sub(r"['’]s$", "", w) for w in re.findall(r"[A-Za-z][\w&.'’-]{2,}", rest)]
+    left = [w for w in words if w.lower() not in STOPWORDS and w.upper() not in ACRONYMS]
+    return (*said, *dict.fromkeys(w for w in left if not any(c.isdigit() for c in w)))
 
 
 def _settle(
@@ -182,7 +197,7 @@ def period_reason(said: str) -> str:
     return (
         f"I didn't understand the period “{said}”: a named quarter or half is fiscal for the "
         "company but calendar in XBRL, and trailing or year-to-date sums are not reported "
-        'values, so I give no figure for a guessed period. Ask for a fiscal year ("FY2024"), '
+        'values, so I give no figure for a guessed period. Ask for a fiscal year ("fiscal 2024"), '
         '"last fiscal year" or "last quarter"'
     )
 

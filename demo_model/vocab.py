@@ -59,7 +59,7 @@ METRICS: tuple[Metric, ...] = (
            difference=True),
     _margin("gross_margin", "gross margin", "gross_profit", r"gross margins?"),
     _margin("operating_margin", "operating margin", "operating_income",
-            r"operating margins?|ebit margins?"),
+            r"op(?:erating|\.)? margins?|ebit margins?"),
     _margin("net_margin", "net margin", "net_income",
             r"net (?:profit |income )?margins?|profit margins?"),
     _metric("dividends_per_share", "dividends per share", "CommonStockDividendsPerShareDeclared",
@@ -215,7 +215,8 @@ BRAND_WORDS = frozenset("target block visa snap match booking progressive".split
 ACRONYMS = frozenset(
     """CIK SEC EPS CEO CFO COO CTO MD MDA US USA AI GAAP XBRL FY CY IPO ETF EDGAR API TTM YOY
     EBITDA NYSE OTC NASDAQ ESG LLM FAQ ID PDF HTML JSON URL OK Q1 Q2 Q3 Q4 YTD QOQ R&D IT
-    HR PR ROE ROI ROA AND OR THE FOR OF IN ON TO DEI ITEM USD""".split()  # noqa: SIM905
+    HR PR ROE ROI ROA AND OR THE FOR OF IN ON TO DEI ITEM USD FCF NI SG&A SGA OPEX CAPEX EBIT
+    LTM H1 H2 YR PE ROIC DPS SBC EV BS IS CF PNL P&L Y/Y""".split()  # noqa: SIM905
 )
 
 STOPWORDS = frozenset(

@@ -36,7 +36,8 @@ class Case:
     lead: str | None = None
     """The figure a right answer leads with (its first figure)."""
     expect: tuple[str, ...] = ()
-    """Further text a right answer contains (the period, a filing, a name)."""
+    """Further text a right answer contains (the period, a filing, a name); for a question
+    it cannot answer, what the refusal names (what it did not understand or does not hold)."""
     before: tuple[str, ...] = ()
     """Earlier questions of the same session (for follow-ups)."""
 
@@ -100,4 +101,7 @@ def score(case: Case, answer: str) -> Verdict:
         return Verdict(False, True, f"leads with {figure.group()} before saying it cannot")
     if not OFFER.search(answer):
         return Verdict(False, False, "says it cannot, but not what it can do instead")
+    unnamed = [e for e in case.expect if e.lower() not in answer.lower()]
+    if unnamed:  # what was not understood or not held, named
+        return Verdict(False, False, f"does not name {unnamed}")
     return Verdict(True, False, "says plainly it cannot")

@@ -4,9 +4,11 @@ right, none leading with a figure of another period or company, every figure gro
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from tests.demo.conftest import Client
 from tests.demo.heldout import CASES, Case, Verdict, score
+from tests.demo.heldout2 import SET_P, SET_Q
 from tests.demo.support import ask, replay, ungrounded
 from tools import Toolset
 
@@ -34,6 +36,34 @@ async def test_heldout_analyst_questions(demo_gateway: Client, toolset: Toolset)
     assert right >= TARGET, f"{right}/{len(CASES)} right:\n{report}"
     assert not [q for q, (v, _) in verdicts.items() if v.wrong_lead], report
     assert not [q for q, (_, u) in verdicts.items() if u], report
+
+
+@pytest.mark.parametrize(
+    "cases", [SET_P, SET_Q], ids=["periods-and-figures", "filers-and-refusals"]
+)
+async def test_more_heldout_sets(
+    demo_gateway: Client, toolset: Toolset, cases: tuple[Case, ...]
+) -> None:
+    """Two more sets of 24 (tests/demo/heldout2.py): the same bar, each set on its own."""
+    assert len(cases) == 24
+    verdicts = {case.question: await run_case(demo_gateway, toolset, case) for case in cases}
+    report = "\n".join(
+        f"{'ok ' if v.right else 'BAD'} {q!r}: {v.why}" + (f"; ungrounded {u}" if u else "")
+        for q, (v, u) in verdicts.items()
+    )
+    right = sum(v.right for v, _ in verdicts.values())
+    print(f"held-out set: {right}/{len(cases)} right\n{report}")
+    assert right >= TARGET, f"{right}/{len(cases)} right:\n{report}"
+    assert not [q for q, (v, _) in verdicts.items() if v.wrong_lead], report
+    assert not [q for q, (_, u) in verdicts.items() if u], report
+
+
+def test_a_refusal_must_name_what_it_lacks() -> None:
+    case = Case("costco revenue fy24", False, expect=("costco",))
+    assert score(
+        case, "I can't: no company I know (I didn't recognise “costco”). Ask for Apple."
+    ).right
+    assert not score(case, "I can't answer that. Ask for Apple's revenue instead.").right
 
 
 def test_the_scoring_tells_right_from_wrong() -> None:

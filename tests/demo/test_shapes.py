@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 import demo_model
+from demo_model.periods import CALENDAR
 from tests.demo.conftest import Client
 from tests.demo.support import Run, ask, replay, ungrounded
 from tools import Toolset
@@ -73,8 +74,11 @@ async def test_revenue_growth(demo_gateway: Client, toolset: Toolset) -> None:
 
 async def test_latest_value_of_one_metric(demo_gateway: Client, toolset: Toolset) -> None:
     run = await grounded_run(demo_gateway, toolset, "What was Apple's net income last year?")
-    [args] = run.inputs(FACTS)
+    # "last year" is the company's last fiscal year: its calendar comes in the same turn
+    args, calendar = run.inputs(FACTS)
     assert args["company_identifier"] == "AAPL" and args["concept"] == "net_income"
+    assert calendar == {"company_identifier": "AAPL", "concept": CALENDAR, "limit": 16}
+    assert run.plan() == [[FACTS, FACTS]]
     latest = result_of(run, FACTS)["units"]["USD"]["annual"][0]
     assert latest["value"] == 112_010_000_000
     for fact in ("$112.0 billion", "FY2025, ended 2025-09-27", latest["accession_number"]):
@@ -229,7 +233,7 @@ async def test_follow_up_uses_the_earlier_company(demo_gateway: Client, toolset:
     session = first.final["session_id"]
     run = await grounded_run(demo_gateway, toolset, "And its net income?", sessionId=session)
     assert run.inputs(FACTS) == [
-        {"company_identifier": "NVDA", "concept": "net_income", "limit": 8}
+        {"company_identifier": "NVDA", "concept": "net_income", "limit": 16}
     ]
 
 

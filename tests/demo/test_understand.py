@@ -151,3 +151,110 @@ def test_follow_up_takes_the_earlier_company(index: CompanyIndex) -> None:
     assert q.intent == "metric" and tickers(q) == ["NVDA"]
     fresh = read(index, "Which filings mention 'tariffs'?", ("How has NVIDIA's revenue grown?",))
     assert fresh.firms == () and fresh.phrase == "tariffs"
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("apple eps fy23", Span(fiscal_year=2023)),
+        ("apple eps FY'23", Span(fiscal_year=2023)),
+        ("apple eps fiscal 23", Span(fiscal_year=2023)),
+        ("apple eps fy 2023", Span(fiscal_year=2023)),
+        ("apple eps '23", Span(dt.date(2023, 1, 1), dt.date(2023, 12, 31), 2023, 2023)),
+        ("apple eps last fiscal yr", Span(latest_year=True)),
+        ("apple eps for the most recent fiscal year", Span(latest_year=True)),
+        ("apple eps q3 2024", Span(unclear="q3 2024")),
+        ("apple revenue ttm", Span(unclear="ttm")),
+        ("apple revenue trailing twelve months", Span(unclear="trailing twelve months")),
+        ("apple revenue this year", Span(unclear="this year")),
+        ("apple revenue h1", Span(unclear="h1")),
+    ],
+)
+def test_periods_as_analysts_write_them(index: CompanyIndex, text: str, span: Span) -> None:
+    assert read(index, text).span == span
+
+
+def test_a_period_it_cannot_place_is_named_and_no_figure_is_fetched(index: CompanyIndex) -> None:
+    q = read(index, "nvidia revenue q3 2024")
+    assert q.intent == "unsupported" and q.unclear == ("q3 2024",)
+    assert q.reason is not None and "“q3 2024”" in q.reason
+
+
+@pytest.mark.parametrize(
+    ("earlier", "text", "span"),
+    [
+        (("apple net income fy22",), "what about the year before?", Span(fiscal_year=2021)),
+        (("apple net income fy22", "what about the year before?"), "and the year before that?",
+         Span(fiscal_year=2020)),
+        (("apple revenue last fiscal year",), "and its cash at the end of that year",
+         Span(latest_year=True)),
+        (("apple revenue",), "and the prior year?", Span(latest_year=True, back=1)),
+        (("apple revenue fy2024",), "and its net income?", Span(fiscal_year=2024)),
+        (("apple revenue fy2024",), "same for nvidia", Span(fiscal_year=2024)),
+    ],
+)  # fmt: skip
+def test_follow_ups_carry_the_period(
+    index: CompanyIndex, earlier: tuple[str, ...], text: str, span: Span
+) -> None:
+    q = read(index, text, earlier)
+    assert q.span == span and q.intent == "metric" and q.firms
+
+
+def test_that_year_without_an_earlier_question_is_not_understood(index: CompanyIndex) -> None:
+    q = read(index, "apple revenue that year")
+    assert q.intent == "unsupported" and q.unclear == ("that year",)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("apple op income", "operating_income"),
+        ("apple opex", "opex"),
+        ("apple sg&a", "sga"),
+        ("apple SG&A", "sga"),
+        ("tesla lose per share (diluted)", "eps"),
+        ("nvidia rev", "revenue"),
+        ("apple FCF", "free_cash_flow"),
+        ("apple NI", "net_income"),
+        ("apple op margin", "operating_margin"),
+    ],
+)
+def test_analysts_abbreviations(index: CompanyIndex, text: str, key: str) -> None:
+    q = read(index, text)
+    assert [m.key for m in q.metrics] == [key] and tickers(q) and q.intent == "metric"
+
+
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [("apple 10-k item 7a", "Item 7A"), ("apple 10-k item 7", "Item 7"),
+     ("apple item 1a", "Item 1A"), ("apple item 3", "Item 3"), ("apple item 8", "Item 8"),
+     ("apple's market risk disclosures", "Item 7A")],
+)  # fmt: skip
+def test_ten_k_items_by_number(index: CompanyIndex, text: str, section: str) -> None:
+    q = read(index, text)
+    assert q.intent == "section" and q.topic is not None and q.topic.section == section
+
+
+def test_people_who_file(index: CompanyIndex) -> None:
+    q = read(index, "warren buffett's form 4s")
+    assert [(f.cik, f.label, f.person) for f in q.firms] == [(315090, "Warren Buffett", True)]
+    assert q.intent == "filings" and q.forms == ("4",)
+    figures = read(index, "buffett net income fy23")
+    assert figures.intent == "unsupported" and "person" in (figures.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("is tesla a good buy", "unsupported"),
+        ("should i short mrvl here?", "unsupported"),
+        ("street consensus for nvidia fy27 revenue", "unsupported"),
+        ("apple ebitda", "unsupported"),
+        ("thanks, bye", "thanks"),
+        ("ok thanks, that's all", "thanks"),
+        ("costco's revenue last year", "metric"),
+        ("revenue last year", "help"),
+    ],
+)
+def test_what_it_declines_and_why(index: CompanyIndex, text: str, intent: str) -> None:
+    assert read(index, text).intent == intent
