@@ -73,7 +73,9 @@ async def test_sigterm_with_silent_readers_stops_within_the_bound(
     assert seen[-2:] == ["warning", "final"]  # a client that reads gets its run's end
     assert code == 0
     assert bound - 0.5 < stopped < bound + serving.EXIT_MARGIN_S, stopped
-    assert f"closing 10 connections still open after {bound:g} s" in gateway.output()
+    log = gateway.output()
+    assert f"closing 10 connections still open after {bound:g} s" in log
+    assert log.count(" closed_at_shutdown\n") == 10  # their access lines say so
     assert all(0 < received < 6_000_000 for received in cut), cut  # cut off mid-replay
 
 
