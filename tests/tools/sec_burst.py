@@ -1,5 +1,6 @@
 """A process of its own asking the live SEC source for many paths at once, the way a
-worker's tools would: `python -m tests.tools.sec_burst CONFIG_JSON PATH...`."""
+worker's tools would: `python -m tests.tools.sec_burst CONFIG_JSON PATH...`, once a line
+arrives on stdin."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from tools.toolset import open_toolset
 async def burst(config: ToolsConfig, paths: list[str]) -> None:
     async with open_toolset(config) as toolset:
         source = toolset.services["sec"].source
+        # Ready; the burst starts on a line from stdin, so processes that took different
+        # times to start still burst together.
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
 
         async def one(path: str) -> str:
             try:

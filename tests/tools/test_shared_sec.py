@@ -21,14 +21,21 @@ pytestmark = pytest.mark.redis
 BURST = 12  # per process: 24 requests, three seconds' worth of budget
 
 
-async def burst(config: ToolsConfig, paths: list[str]) -> list[str]:
-    """Run the burst in a process of its own; its answers, one line per path."""
+async def ready_to_burst(config: ToolsConfig, paths: list[str]) -> asyncio.subprocess.Process:
+    """A process of its own, its toolset open, waiting for the word to burst."""
     payload = json.dumps(dataclasses.asdict(config))
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.tools.sec_burst", payload, *paths,
-        stdout=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, _ = await process.communicate()
+    assert process.stdout is not None
+    assert await process.stdout.readline() == b"ready\n"
+    return process
+
+
+async def burst(process: asyncio.subprocess.Process) -> list[str]:
+    """Start the burst; its answers, one line per path."""
+    out, _ = await process.communicate(b"go\n")
     assert process.returncode == 0
     return out.decode().splitlines()
 
@@ -42,7 +49,8 @@ def busiest_second(times: list[float]) -> int:
 async def two_bursts(fake_sec: FakeSecHosts, config: ToolsConfig) -> list[float]:
     fake_sec.fake.requests.clear()
     paths = [[f"/submissions/CIK{p}{n:09d}.json" for n in range(BURST)] for p in (1, 2)]
-    answers = await asyncio.gather(*(burst(config, p) for p in paths))
+    processes = await asyncio.gather(*(ready_to_burst(config, p) for p in paths))
+    answers = await asyncio.gather(*(burst(process) for process in processes))
     assert all(len(lines) == BURST for lines in answers)
     assert len(fake_sec.fake.requests) == 2 * BURST  # nothing was skipped
     return [r.at for r in fake_sec.fake.requests]
