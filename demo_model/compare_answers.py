@@ -17,7 +17,7 @@ from demo_model.facts_answers import (
 )
 from demo_model.fmt import change, fiscal_year, money, period, table
 from demo_model.periods import asked_text, gate
-from demo_model.results import Series, as_series, reason_of, rows, text_of, valued
+from demo_model.results import Series, as_of, as_series, reason_of, rows, text_of, valued
 from demo_model.shapes_chat import holdings, what_i_can_answer
 from demo_model.spans import Span
 from demo_model.understand import Question
@@ -47,7 +47,7 @@ def _entries(q: Question, conv: Conversation) -> tuple[list[Entry], list[str]]:
         kind = "instant" if s.instant else "annual"
         history = s.instant or s.annual
         calendar = calendar_rows(conv, step.input.get("company_identifier"))
-        gated = gate(q.span, kind, history, calendar, conv.today)
+        gated = gate(q.span, kind, history, calendar, as_of(conv, step))
         if gated.row is not None:
             entries.append((s, history[history.index(gated.row) :]))
         else:
@@ -145,7 +145,7 @@ def dated_balance_sheet(q: Question, conv: Conversation) -> str:
             continue
         company = company or s.company
         calendar = calendar_rows(conv, step.input.get("company_identifier"))
-        gated = gate(q.span, "instant", s.instant, calendar, conv.today)
+        gated = gate(q.span, "instant", s.instant, calendar, as_of(conv, step))
         asked = asked or asked_text(q.span, gated.year)
         if gated.row is None:
             misses.append(f"{cap(label_of(step))}: {gated.miss}.")
@@ -254,7 +254,7 @@ def _overview_of_year(
     for key, label in OVERVIEW:
         found = metrics.get(key)
         annual = valued(found.get("annual")) if isinstance(found, dict) else []
-        gated = gate(q.span, "annual", annual, None, conv.today)
+        gated = gate(q.span, "annual", annual, None, as_of(conv, series_steps(conv)[0]))
         asked = asked or asked_text(q.span, gated.year)
         if gated.row is None:
             misses.append(f"{label.lower()} ({gated.miss})")

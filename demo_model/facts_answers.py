@@ -12,7 +12,7 @@ from demo_model.fmt import change, fiscal_year, link, money, period, table
 from demo_model.margins import derived
 from demo_model.periods import CALENDAR, Gated, asked_text, gate
 from demo_model.reply import Call
-from demo_model.results import NOT_REPORTED, Series, as_series, held_note, reason_of, text_of
+from demo_model.results import NOT_REPORTED, Series, as_of, as_series, held_note, reason_of, text_of
 from demo_model.shapes_filings import FILINGS, filings_answer
 from demo_model.understand import Question
 from demo_model.vocab import METRICS
@@ -115,7 +115,7 @@ def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
         return failed(step, q)
     kind, history = _pick(s, q)
     calendar = calendar_rows(conv, step.input.get("company_identifier"))
-    gated = gate(q.span, kind, history, calendar, conv.today)
+    gated = gate(q.span, kind, history, calendar, as_of(conv, step))
     pick = gated.row
     if pick is None:
         return _missing(s, step, q, gated)

@@ -10,7 +10,7 @@ from typing import Any
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import fiscal_year, money, period, table
 from demo_model.periods import CALENDAR, Gated, asked_text, gate
-from demo_model.results import Series, as_series
+from demo_model.results import Series, as_of, as_series
 from demo_model.spans import Span
 from demo_model.understand import Question
 from demo_model.vocab import METRIC_BY_KEY, Metric
@@ -76,7 +76,8 @@ def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None)
     kind = "quarterly" if q.span.quarter else "annual"
     pairs = _pairs(metric, top, bottom, kind)
     calendar = _calendar(conv, who or (q.firms[0].ticker if q.firms else None))
-    gated = gate(q.span, kind, getattr(top, kind), calendar, conv.today)
+    today = as_of(conv, conv.done(FACTS)[0]) if conv.done(FACTS) else conv.today
+    gated = gate(q.span, kind, getattr(top, kind), calendar, today)
     pair = next((p for p in pairs if p[0] is gated.row), None)
     if pair is None:
         return _cannot(q, top, bottom, kind, gated)

@@ -3,17 +3,21 @@ a missing or odd field is skipped, never a crash)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from demo_model.conversation import Step
+from demo_model.conversation import Conversation, Step
+from tools.sec.offline import OfflineSec
 
 __all__ = [
     "NOT_REPORTED",
     "Doc",
     "Series",
     "as_doc",
+    "as_of",
     "as_series",
     "held_note",
     "reason_of",
@@ -22,6 +26,21 @@ __all__ = [
     "text_of",
     "valued",
 ]
+
+
+def as_of(conv: Conversation, step: Step) -> dt.date:
+    """The date a result speaks as of: today, or for the offline snapshot the day it was
+    taken (its newest filing), so "the last fiscal year" of frozen data is the last one it
+    could hold, whatever today is."""
+    if "offline" not in text_of(step, "source"):
+        return conv.today
+    return min(conv.today, snapshot_date())
+
+
+@cache
+def snapshot_date() -> dt.date:
+    manifest = OfflineSec().manifest
+    return max(dt.date.fromisoformat(str(d["filed"])) for d in manifest["documents"])
 
 
 def rows(step: Step | None, key: str) -> list[dict[str, Any]]:

@@ -32,7 +32,14 @@ from tools.sec.facts import find_concept, metric_concept, series
 
 TODAY = dt.date(2026, 11, 27)
 STALE_DAYS = 730
-SNAPSHOT = Path(tools.sec.__file__).with_name("snapshot") / "data.sec.gov/api/xbrl/companyfacts"
+ROOT = Path(tools.sec.__file__).with_name("snapshot")
+SNAPSHOT = ROOT / "data.sec.gov/api/xbrl/companyfacts"
+TAKEN = max(
+    dt.date.fromisoformat(d["filed"])
+    for d in orjson.loads((ROOT / "manifest.json").read_bytes())["documents"]
+)
+"""The day the snapshot was taken (its newest filing): its "last fiscal year" is counted
+from then, whatever today is."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +206,7 @@ def _year(company: Company, period: Period) -> int | None:
     if period.kind == "fiscal":
         return period.year
     annual = rows(company.cik, "us-gaap:NetIncomeLoss", "annual")
-    stale = (TODAY - dt.date.fromisoformat(annual[0]["end"])).days > STALE_DAYS
+    stale = (min(TODAY, TAKEN) - dt.date.fromisoformat(annual[0]["end"])).days > STALE_DAYS
     return None if stale else fiscal_year(annual[0]) - (period.year or 0)
 
 
