@@ -63,7 +63,8 @@ class GetXbrlFrames(Tool[FramesInput]):
             frame = await edgar.frame(taxonomy, concept, unit, period)
         except SecNotFound as exc:
             raise ToolFailure(f"{exc} {_frame_hint(period)}") from None
-        rows = sorted(frame.get("data", []), key=lambda r: r.get("val", 0), reverse=True)
+        # EDGAR's frames always have data, each row a val; pts is len(data).
+        rows = sorted(frame["data"], key=lambda r: r["val"], reverse=True)
         return dump(
             {
                 "source": edgar.label,
@@ -72,7 +73,7 @@ class GetXbrlFrames(Tool[FramesInput]):
                 "unit": unit,
                 "period": period,
                 "label": frame.get("label"),
-                "total": frame.get("pts", len(rows)),
+                "total": len(rows),
                 "count": min(len(rows), args.limit),
                 "data": [_frame_row(r) for r in rows[: args.limit]],
             }
