@@ -116,6 +116,12 @@ def plan_filings(q: Question, conv: Conversation) -> Next | str:
     if not conv.done(FILINGS):
         return unavailable(FILINGS, "list filings", conv)
     answer = "\n\n".join(filings_answer(s, q) for s in conv.done(FILINGS))
+    if q.unclear:  # said, not silently dropped: the list is not limited to that period
+        said = "”, “".join(q.unclear)
+        answer = (
+            f"I didn't understand the period “{said}”, so these are the latest filings, "
+            'not limited to it (ask with years: "since 2024", "in 2025").\n\n' + answer
+        )
     missing = [s for s in conv.done(FILINGS) if "offline snapshot" in reason_of(s)]
     for firm in q.firms if missing and len(missing) == len(conv.done(FILINGS)) else ():
         answer += f"\n\n{holdings(firm)} {what_i_can_answer(firm)}"

@@ -44,8 +44,10 @@ With an `ANTHROPIC_API_KEY` set, the gateway uses Claude instead."""
 def plan_help(q: Question, conv: Conversation) -> str:
     if CUES["prices"].search(q.text):
         return (
-            "Market prices (share price, market capitalisation, valuation) are not in SEC "
-            "filings, and I have no market-data tool, so I can't answer that. " + HELP
+            "I can't answer that: market prices (share price, market capitalisation, "
+            "valuation) are not in SEC filings, and I have no market-data tool. I can answer "
+            'from what companies file, for example "What was Apple\'s revenue last year?" or '
+            '"Show NVIDIA\'s balance sheet".'
         )
     if q.metrics and not q.firms:
         what = " and ".join(m.label for m in q.metrics[:2])

@@ -51,7 +51,10 @@ _UNCLEAR = re.compile(
     r"\b(?:first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b|"
     r"\bh[12]\b|\b(?:first|second) half\b|\bttm\b|\bltm\b|"
     r"\b(?:trailing|last|past) (?:twelve|12) months\b|\bytd\b|year[- ]to[- ]date|"
-    r"\b(?:this|current|next|coming) (?:fiscal )?year\b|\bfy\s*(?:19|20)?\d{2}\s*q[1-4]\b",
+    r"\b(?:this|current|next|coming) (?:fiscal )?year\b|\bfy\s*(?:19|20)?\d{2}\s*q[1-4]\b|"
+    r"\b(?:the |a )?quarter (?:ended|ending|of|in|for|through)\b(?:\s+[\w-]+){0,2}|"
+    r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december) quarter\b",
     re.I,
 )
 _SAME = re.compile(r"\b(?:that|same|this) (?:fiscal )?(?:year|period)\b", re.I)

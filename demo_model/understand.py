@@ -57,7 +57,9 @@ _CUES = {
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
 _LAST_QUARTER = re.compile(
-    r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b", re.I
+    r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b|"
+    r"\bquarterly (?!reports?\b|filings?\b)",
+    re.I,
 )
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|what about|how about|same (?:thing |one )?for|likewise for|now for|"

@@ -168,8 +168,12 @@ def test_follow_up_takes_the_earlier_company(index: CompanyIndex) -> None:
         ("apple revenue trailing twelve months", Span(unclear="trailing twelve months")),
         ("apple revenue this year", Span(unclear="this year")),
         ("apple revenue h1", Span(unclear="h1")),
+        ("apple revenue for the quarter ended december 2025",
+         Span(unclear="the quarter ended december 2025")),
+        ("nvidia revenue in the march quarter", Span(unclear="march quarter")),
+        ("apple quarterly revenue", Span(quarter=True)),
     ],
-)
+)  # fmt: skip
 def test_periods_as_analysts_write_them(index: CompanyIndex, text: str, span: Span) -> None:
     assert read(index, text).span == span
 
