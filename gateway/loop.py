@@ -16,7 +16,7 @@ from gateway.events import Event, Outcome
 from gateway.observe import RunObserver
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.seam import RetryPolicy, call_model
-from gateway.shaping import CallPlan, today_text
+from gateway.shaping import CallPlan, offered_tools, today_text
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -99,7 +99,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     info = events.system_info(
         model=plan.model,
         session_id=state.session_id,
-        tools=len(tools) + len(plan.server_tools),
+        tools=len(offered_tools(tools, plan.server_tools)),
         upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )

@@ -114,6 +114,8 @@ async def test_the_real_toolset_with_the_apis_web_search(
         {"type": "web_search_20260318", "name": "web_search", "max_uses": 5}
     ]
     assert "search_sec_company_tickers" in [t["name"] for t in tools]
+    # the count clients are told is what the model was offered, web_search once
+    assert events[0]["type"] == "system_info" and events[0]["tools"] == len(tools)
     [result] = tool_results(fake.requests[1]["messages"][-1])
     assert not result.get("is_error") and "1045810" in str(result["content"])
 
