@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from bench.run import Bench, Row
-from gateway.app import create_app
+from gateway.http.app import create_app
 from gateway.settings import Settings
 from gateway.sse import parse_frames
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse

@@ -18,7 +18,7 @@ def event_loop() -> str:
 
 
 def quiet_gc() -> None:
-    """What the gateway does after startup (`gateway/app.py`), for the bench's own
+    """What the gateway does after startup (`gateway/http/app.py`), for the bench's own
     instruments: the startup heap frozen out of collections, young ones every 20,000
     allocations. Without it the upstream's first full collection walked every imported
     module's objects: 133 ms in which no stream of any system got its first event."""

@@ -14,9 +14,9 @@ import anthropic
 import orjson
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.anthropic import AnthropicProvider, status_failure
-from gateway.providers.messages_http import OnPayloads
-from gateway.upstream import TurnTranslator
+from gateway.providers.anthropic.provider import AnthropicProvider, status_failure
+from gateway.providers.anthropic.stream import TurnTranslator
+from gateway.providers.anthropic.transport import OnPayloads
 
 # The gateway's read path yields SSE payload bytes where its translator takes them.
 _AS_BYTES = hasattr(TurnTranslator, "feed_payload")

@@ -21,7 +21,7 @@ import orjson
 
 from bench.common import cpu_s, event_loop, quiet_gc, raise_nofile, schedstat
 from bench.wire import Dechunker, Response, request_bytes
-from gateway import eventloop
+from gateway.ops import eventloop
 
 OK_TERMINALS = frozenset({"final", "message_stop"})
 TOOL_PHASES = ("tool_start", "tool_input_delta", "tool_use")

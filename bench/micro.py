@@ -21,7 +21,7 @@ from anthropic.types import RawMessageStreamEvent
 
 from bench import script
 from bench.script import Scenario
-from gateway.upstream import SSEDecoder, TurnTranslator
+from gateway.providers.anthropic.stream import SSEDecoder, TurnTranslator
 
 
 def turn_events(size: int) -> list[dict[str, Any]]:

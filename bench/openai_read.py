@@ -29,7 +29,7 @@ from aiohttp import web
 
 from gateway.events import Event
 from gateway.providers.base import ModelCall
-from gateway.providers.openai import OpenAIProvider
+from gateway.providers.openai.provider import OpenAIProvider
 
 MESSAGES: Any = [{"role": "user", "content": "Write at length."}]
 

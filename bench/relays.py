@@ -25,8 +25,8 @@ from anthropic.types import MessageParam
 
 from bench import probe
 from bench.common import event_loop, raise_nofile
-from gateway import serving
-from gateway.eventloop import new_loop
+from gateway.http import serving
+from gateway.ops.eventloop import new_loop
 
 MODEL = "claude-bench"
 MAX_TOKENS = 1024

@@ -17,7 +17,7 @@ from bench.case_streams import first_event_added, streams_table
 from bench.common import event_loop
 from bench.procs import ROOT, Cores
 from bench.run import CAPPED_RUNS, Bench, Row
-from gateway.eventloop import loop_factory
+from gateway.ops.eventloop import loop_factory
 
 PACKAGES = (
     "aiohttp",

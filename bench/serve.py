@@ -49,19 +49,19 @@ def main() -> None:
 
     configure_logging()  # as `python -m gateway` does
 
-    import gateway.upstreams
-    from gateway import serving
-    from gateway.app import create_app
-    from gateway.eventloop import new_loop
+    import gateway.providers.configured
+    from gateway.http import serving
+    from gateway.http.app import create_app
+    from gateway.ops.eventloop import new_loop
+    from gateway.ops.telemetry import configure_tracing
+    from gateway.runs.tools import StaticToolset
     from gateway.settings import Settings
-    from gateway.telemetry import configure_tracing
-    from gateway.toolset import StaticToolset
 
     if args.read_path == "helper":
         from bench.helper_model import HelperProvider
 
         # The one swap: the upstreams are opened with this module-level name.
-        vars(gateway.upstreams)["AnthropicProvider"] = HelperProvider
+        vars(gateway.providers.configured)["AnthropicProvider"] = HelperProvider
     settings = Settings(
         _env_file=None,
         gateway_upstream=args.upstream_kind,

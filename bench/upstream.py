@@ -23,7 +23,8 @@ import orjson
 from bench import chat_script, script
 from bench.common import event_loop, quiet_gc, raise_nofile, rss_kb
 from bench.script import Scenario
-from gateway import eventloop, serving
+from gateway.http import serving
+from gateway.ops import eventloop
 
 
 class Connection(asyncio.Protocol):

@@ -7,14 +7,14 @@ import argparse
 import logging
 import sys
 
-from gateway import serving
-from gateway.app import create_app
-from gateway.auth import install_log_key
-from gateway.eventloop import loop_name, new_loop
-from gateway.fleet import report_failure
-from gateway.serving import listening_socket
+from gateway.http import serving
+from gateway.http.app import create_app
+from gateway.http.auth import install_log_key
+from gateway.http.serving import listening_socket
+from gateway.ops.eventloop import loop_name, new_loop
+from gateway.ops.fleet import report_failure
+from gateway.ops.telemetry import configure_tracing
 from gateway.settings import Settings
-from gateway.telemetry import configure_tracing
 
 
 def parse_args() -> argparse.Namespace:
@@ -51,7 +51,7 @@ def main() -> None:
             update={"gateway_worker_index": args.worker, "gateway_fleet_member": args.fleet_member}
         )
     if args.supervisor is not None:
-        from gateway.supervisor import die_with_supervisor
+        from gateway.ops.supervisor import die_with_supervisor
 
         die_with_supervisor(args.supervisor)
     workers = args.workers or settings.gateway_workers
@@ -61,7 +61,7 @@ def main() -> None:
                 f"GATEWAY_WORKERS={workers} needs REDIS_URL: workers share runs, sessions and "
                 "the SEC budget through Redis (set REDIS_URL, or run one worker)"
             )
-        from gateway.supervisor import supervise
+        from gateway.ops.supervisor import supervise
 
         print(f"research-gateway: {workers} workers on http://{settings.host}:{settings.port}")
         sys.exit(supervise(workers, boot_failures=settings.gateway_worker_boot_failures))

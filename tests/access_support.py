@@ -14,7 +14,7 @@ import redis.asyncio as redis
 from aiohttp.test_utils import TestClient
 from redis.exceptions import RedisError
 
-from gateway import keys
+from gateway.http import keys
 
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 

@@ -13,11 +13,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
-from gateway.app import create_app
-from gateway.metrics import Metrics
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
+from gateway.runs.tools import StaticToolset
 from gateway.settings import Settings
 from gateway.sse import parse_frames
-from gateway.toolset import StaticToolset
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.tools import Big, Crash, Echo, Fail, Sleep
 from tools.registry import ToolRegistry

@@ -18,9 +18,9 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from gateway import keys
-from gateway.audit import AuditLog, keyed_digest
-from gateway.metrics import Metrics
+from gateway.http import keys
+from gateway.ops.audit import AuditLog, keyed_digest
+from gateway.ops.metrics import Metrics
 from tests.access_support import REDIS_URL, redis_prefix
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse

@@ -14,10 +14,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpClient
 
-from gateway.app import create_app
-from gateway.auth import install_log_key
-from gateway.keyring import KeyFileError, load_keyring, parse_keys
-from gateway.toolset import StaticToolset
+from gateway.access.keyring import KeyFileError, load_keyring, parse_keys
+from gateway.http.app import create_app
+from gateway.http.auth import install_log_key
+from gateway.runs.tools import StaticToolset
 from tests.conftest import GatewayFactory, iter_events, read_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.test_telemetry import by_name, memory_provider

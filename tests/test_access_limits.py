@@ -14,8 +14,7 @@ import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
-from gateway import keys
-from gateway.limits import (
+from gateway.access.limits import (
     Counters,
     Gate,
     Limits,
@@ -25,9 +24,10 @@ from gateway.limits import (
     Window,
     seconds_to_midnight,
 )
-from gateway.limits_redis import RedisCounters
-from gateway.metrics import Metrics
-from gateway.run import RunRequest
+from gateway.access.redis_limits import RedisCounters
+from gateway.http import keys
+from gateway.ops.metrics import Metrics
+from gateway.runs.run import RunRequest
 from tests.access_support import REDIS_URL, redis_prefix, settled
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway import keys
+from gateway.http import keys
 from tests.access_support import REDIS_URL, redis_prefix, settled
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text

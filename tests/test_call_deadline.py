@@ -11,9 +11,9 @@ import pytest
 from gateway import events
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
+from gateway.providers.anthropic.stream import TurnTranslator
 from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.seam import CallHooks, RetryPolicy, call_model
-from gateway.upstream import TurnTranslator
 
 CALL = ModelCall(model="m", max_tokens=10, messages=[], system=None, tools=[])
 

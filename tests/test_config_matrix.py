@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
-from gateway.app import create_app
-from gateway.metrics import Metrics
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
 from gateway.settings import Settings
 from tests.conftest import stream, tool_results
 from tests.fakes import anthropic as fa

@@ -8,8 +8,8 @@ import tracemalloc
 import pytest
 
 from gateway import events
-from gateway.eventlog import BLOCK, HOT_SLACK, EventLog
 from gateway.sse import frame, parse_frames
+from gateway.store.eventlog import BLOCK, HOT_SLACK, EventLog
 
 
 def _filled(count: int, max_events: int = 200_000) -> EventLog:

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from gateway import eventloop
+from gateway.ops import eventloop
 
 HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
@@ -28,7 +28,7 @@ def test_auto_falls_back_without_uvloop(monkeypatch: pytest.MonkeyPatch) -> None
     def missing(name: str) -> object:
         raise ImportError(name)
 
-    monkeypatch.setattr("gateway.eventloop.importlib.import_module", missing)
+    monkeypatch.setattr("gateway.ops.eventloop.importlib.import_module", missing)
     assert eventloop.loop_factory("auto") is asyncio.new_event_loop
     with pytest.raises(RuntimeError, match="uvloop is not installed"):
         eventloop.loop_factory("uvloop")

@@ -13,11 +13,11 @@ import pytest
 import redis.asyncio as redis
 
 from gateway import events
-from gateway.durable import Claimed, Durability, decode, encode, turn_ended_run
-from gateway.eventlog import EventLog
-from gateway.loop import RunState
-from gateway.redis_store import RedisStore
-from gateway.run import RunRequest
+from gateway.runs.durable import Claimed, Durability, decode, encode, turn_ended_run
+from gateway.runs.loop import RunState
+from gateway.runs.run import RunRequest
+from gateway.store.eventlog import EventLog
+from gateway.store.redis.runs import RedisStore
 from tests.procs.redis import RedisServer, redis_server
 
 pytestmark = pytest.mark.redis

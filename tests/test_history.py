@@ -10,8 +10,8 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
-from gateway import keys
 from gateway.history import history_problem
+from gateway.http import keys
 from tests.conftest import GatewayFactory, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, ServerToolUse, Text, Thinking, ToolUse
 from tests.test_wire import CITATION, SEARCH_RESULTS

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.serving import LISTEN_BACKLOG
+from gateway.http.serving import LISTEN_BACKLOG
 from tests.procs.gateway import gateway_process
 
 

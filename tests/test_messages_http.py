@@ -19,9 +19,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.anthropic import status_failure
-from gateway.providers.messages_http import MessagesHTTP
-from gateway.upstream import failure_from_error_body
+from gateway.providers.anthropic.provider import status_failure
+from gateway.providers.anthropic.stream import failure_from_error_body
+from gateway.providers.anthropic.transport import MessagesHTTP
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.test_http1 import Proxy, Server, answer_with
 

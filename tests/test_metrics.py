@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from tests.conftest import iter_events, read_events, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 

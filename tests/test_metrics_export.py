@@ -13,7 +13,7 @@ import prometheus_client
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from gateway import metrics
+from gateway.ops import metrics
 
 
 def _updates(counter: Any, gauge: Any, histogram: Any) -> None:

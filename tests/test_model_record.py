@@ -9,8 +9,8 @@ import anthropic
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gateway.models import ModelRecord, record_from_info
-from gateway.shaping import plan_run
+from gateway.providers.anthropic.catalog import ModelRecord, record_from_info
+from gateway.providers.anthropic.request import plan_run
 from tests.conftest import GatewayFactory, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking
 from tests.fakes.models import default_catalogue

@@ -8,7 +8,7 @@ from typing import Any, get_args
 from openapi_spec_validator import validate
 
 from gateway.errors import ErrorCode
-from gateway.requests import RunBody
+from gateway.http.body import RunBody
 from tests.conftest import GatewayFactory
 
 NOT_API = {"/", "/test/claude-playground.html", "/playground"}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from tests.conftest import GatewayFactory, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.fakes.prompt_cache import PromptCache

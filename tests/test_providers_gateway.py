@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from tests.conftest import GatewayFactory, iter_events, stream, types
 from tests.fakes.anthropic import FakeAnthropic, Thinking, ToolUse
 from tests.fakes.anthropic import Reply as AReply

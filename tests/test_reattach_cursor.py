@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway import keys, redis_mirror
+from gateway.http import keys
+from gateway.store.redis import mirror
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.procs.redis import redis_server
@@ -140,14 +141,14 @@ async def test_a_long_backlog_from_redis_is_replayed_whole(
 ) -> None:
     shared = {"redis_url": redis_url, "redis_key_prefix": "cursor:", "gateway_resume_grace_s": 5}
     owner, other = await make_gateway(**shared), await make_gateway(**shared)
-    words = " ".join(f"w{n}" for n in range(3 * redis_mirror.REPLAY_FRAMES))
+    words = " ".join(f"w{n}" for n in range(3 * mirror.REPLAY_FRAMES))
     fake.add(Reply([Text(words, chunk=4)]))  # several replay windows of frames
     events = await read_events(await owner.post("/api/stream", json={"query": "x"}))
     run_id, last = events[0]["run_id"], events[-1]["seq"]
-    assert last > 2 * redis_mirror.REPLAY_FRAMES
+    assert last > 2 * mirror.REPLAY_FRAMES
     async with asyncio.timeout(5):  # until the terminal frame is mirrored
         while (await other.get(f"/api/stream/{run_id}?after={last}")).status != 200:
             await asyncio.sleep(0.02)
-    for after in (0, 7, redis_mirror.REPLAY_FRAMES, last - 1):
+    for after in (0, 7, mirror.REPLAY_FRAMES, last - 1):
         replayed = await read_events(await other.get(f"/api/stream/{run_id}?after={after}"))
         assert replayed == events[after:], after

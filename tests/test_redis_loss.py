@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway import redis_store
+from gateway.store.redis import runs
 from tests.conftest import GatewayFactory, iter_events, read_events, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.procs.redis import RedisServer, redis_server
@@ -38,7 +38,7 @@ async def test_a_reader_elsewhere_gets_an_error_when_redis_goes(
     make_gateway: GatewayFactory, fake: FakeAnthropic, server: RedisServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    monkeypatch.setattr(redis_store, "LOST_AFTER_S", 0.5)
+    monkeypatch.setattr(runs, "LOST_AFTER_S", 0.5)
     a, b = await pair(make_gateway, server)
     fake.add(Reply([Text("word " * 400, chunk=5)], delay_s=0.01))
     owner = await a.post("/api/stream", json={"query": "x"})

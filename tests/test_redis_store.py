@@ -16,11 +16,12 @@ import redis.asyncio as redis
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from gateway import keys, redis_mirror
-from gateway.app import create_app
-from gateway.redis_store import Batch, RedisStore, StoreUnavailable
+from gateway.http import keys
+from gateway.http.app import create_app
+from gateway.runs.tools import StaticToolset
 from gateway.sse import parse_frames
-from gateway.toolset import StaticToolset
+from gateway.store.redis import mirror
+from gateway.store.redis.runs import Batch, RedisStore, StoreUnavailable
 from tests.conftest import (
     GatewayFactory,
     iter_events,
@@ -111,7 +112,7 @@ async def test_reattach_on_another_process_loses_and_repeats_nothing(
 async def test_a_run_is_known_everywhere_from_its_first_event(
     make_pair: Callable[..., Awaitable[Pair]], fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_mirror, "FLUSH_INTERVAL_S", 0.3)  # the record must not wait for it
+    monkeypatch.setattr(mirror, "FLUSH_INTERVAL_S", 0.3)  # the record must not wait for it
     a, b = await make_pair()
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.002))
     response = await a.post("/api/stream", json={"query": "x"})
@@ -243,7 +244,7 @@ async def test_redis_failing_mid_run_keeps_the_run_and_catches_up(
     redis_state = count_writes(monkeypatch)
     a, b = await make_pair()
     fake.add(Reply([Text(SLOW, chunk=5)], delay_s=0.005))
-    with caplog.at_level(logging.INFO, logger="gateway.redis_mirror"):
+    with caplog.at_level(logging.INFO, logger="gateway.store.redis.mirror"):
         events = await stream_with_outage(a, redis_state, down_at=5, up_at=100)
         assert_whole(events, "completed")
         assert await reattach(b, events[0]["run_id"], 0) == events  # Redis caught up

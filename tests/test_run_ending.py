@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway import keys
-from gateway.loop import LoopDeps
-from gateway.run import Run, RunRequest
-from gateway.runs import RunManager
-from gateway.sessions import MemorySessions, Message
+from gateway.http import keys
+from gateway.runs.loop import LoopDeps
+from gateway.runs.manager import RunManager
+from gateway.runs.run import Run, RunRequest
+from gateway.store.sessions import MemorySessions, Message
 from tests.conftest import read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 

@@ -11,8 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient
 
-from gateway.app import create_app
-from gateway.metrics import Metrics
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
 from tests.conftest import GatewayFactory, settings_for, stream, tool_results, unmarked
 from tests.fakes.anthropic import (
     FakeAnthropic,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway import eventloop, serving
+from gateway.http import serving
+from gateway.ops import eventloop
 
 WAITING = 100
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from gateway.sessions import MemorySessions, Message, RedisSessions
+from gateway.store.sessions import MemorySessions, Message, RedisSessions
 from tests.procs.redis import redis_server
 
 

@@ -12,9 +12,9 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway import serving
-from gateway.app import create_app
-from gateway.toolset import StaticToolset
+from gateway.http import serving
+from gateway.http.app import create_app
+from gateway.runs.tools import StaticToolset
 from tests.conftest import iter_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tests.silent import finished_big_run, silent_reader, started, until_readers, upstream_env

@@ -12,10 +12,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpClient
 
-from gateway import keys
-from gateway.app import create_app
-from gateway.sse_write import SSEWriter
-from gateway.toolset import StaticToolset
+from gateway.http import keys
+from gateway.http.app import create_app
+from gateway.http.writer import SSEWriter
+from gateway.runs.tools import StaticToolset
 from tests.conftest import GatewayFactory, read_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 from tools.registry import ToolRegistry

@@ -15,9 +15,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpClient
 
-from gateway.access_log import AccessLog
-from gateway.app import create_app
-from gateway.toolset import StaticToolset
+from gateway.http.access_log import AccessLog
+from gateway.http.app import create_app
+from gateway.runs.tools import StaticToolset
 from tests.conftest import iter_events, settings_for
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tools.registry import ToolRegistry

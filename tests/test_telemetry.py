@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from pytest_aiohttp import AiohttpServer
 
-from gateway.telemetry import UnrecordedTracer, UnrecordedTracerProvider, configure_tracing
+from gateway.ops.telemetry import UnrecordedTracer, UnrecordedTracerProvider, configure_tracing
 from tests.conftest import stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 

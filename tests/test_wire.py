@@ -10,8 +10,8 @@ import orjson
 from aiohttp.test_utils import TestServer
 
 from gateway.events import Event
+from gateway.providers.anthropic.stream import SSEDecoder, TurnTranslator
 from gateway.sse import frame, parse_frames
-from gateway.upstream import SSEDecoder, TurnTranslator
 from tests.fakes.anthropic import (
     FakeAnthropic,
     RedactedThinking,

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway import fleet
+from gateway.ops import fleet
 from tests.conftest import iter_events
 from tests.procs.gateway import GatewayProcess
 from tests.procs.load import Load, Sample, counted, scrape, total
@@ -199,7 +199,9 @@ async def test_workers_that_cannot_start_stop_the_supervisor(tmp_path: Path) -> 
         async with asyncio.timeout(4 * BOOT_S):
             code = await gateway.process.wait()
     assert code == 1
-    said = [line for line in gateway.output().splitlines() if "ERROR gateway.supervisor" in line]
+    said = [
+        line for line in gateway.output().splitlines() if "ERROR gateway.ops.supervisor" in line
+    ]
     assert len(said) == 1, gateway.output()
     assert "failed to start 2 times in a row" in said[0]
     assert "GATEWAY_API_KEYS_FILE line 1: want `name sha256hex`" in said[0]

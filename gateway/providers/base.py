@@ -48,7 +48,7 @@ class ModelCall:
 
 
 class Turn(Protocol):
-    """What one model call leaves behind, as `gateway.upstream.TurnTranslator` has it."""
+    """What one model call leaves behind, as the Messages translator's `TurnTranslator` has it."""
 
     turn: int
     emitted: int

@@ -16,10 +16,10 @@ import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
-from gateway.app import create_app
-from gateway.metrics import Metrics
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
+from gateway.runs.tools import StaticToolset
 from gateway.settings import Settings
-from gateway.toolset import StaticToolset
 from tests.fakes.anthropic import FakeAnthropic, Reply
 from tests.fakes.tools import Echo
 from tools.base import Tool, ToolContext, ToolInput

@@ -13,7 +13,7 @@ from pytest_aiohttp import AiohttpClient, AiohttpServer
 
 from demo_model import create_demo_app
 from demo_model.companies import CompanyIndex, load_index
-from gateway.app import create_app
+from gateway.http.app import create_app
 from gateway.settings import Settings
 from tools import ToolsConfig, Toolset, open_toolset
 

@@ -28,7 +28,7 @@ from schemathesis import CheckFunction, GenerationMode
 from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from gateway.app import create_app
+from gateway.http.app import create_app
 from tests.demo.conftest import demo_settings
 
 # An invalid body that is also over GATEWAY_MAX_BODY_BYTES is refused with 413 (documented):

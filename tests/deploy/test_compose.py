@@ -116,7 +116,7 @@ def test_dockerfile() -> None:
 def test_image_puts_the_playground_where_the_gateway_looks() -> None:
     # The gateway finds the playground beside its package; installed, that is site-packages.
     import gateway
-    from gateway.handlers import PLAYGROUND
+    from gateway.http.handlers import PLAYGROUND
 
     package_parent = Path(gateway.__file__).resolve().parent.parent
     relative = PLAYGROUND.relative_to(package_parent)

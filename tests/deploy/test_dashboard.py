@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from tests.deploy.dashboards import (
     ALERTS,
     concrete,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.metrics import Metrics
+from gateway.ops.metrics import Metrics
 from tests.deploy.dashboards import ALERTS, JOB
 from tests.deploy.test_promtool import UNIT_TESTS, needs_promtool, promtool, without_annotations
 from tests.procs.load import Load, counted, scrape, total

@@ -16,11 +16,11 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
-from gateway.app import create_app
-from gateway.metrics import Metrics
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
+from gateway.runs.tools import StaticToolset
 from gateway.settings import Settings
 from gateway.sse import parse_frames
-from gateway.toolset import StaticToolset
 from tests.deploy.dashboards import ALERTS, JOB, concrete, load_dashboard, panel_queries
 from tests.deploy.prometheus import (
     PrometheusAPI,

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
-from gateway.providers.openai import OpenAIProvider, create_client
+from gateway.providers.openai.provider import OpenAIProvider, create_client
 from tests.fakes.openai import FakeOpenAI
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.providers.base import ModelCall
-from gateway.providers.openai_chat import chat_body
+from gateway.providers.openai.chat import chat_body
 from tests.fakes.openai_rules import Invalid, validate
 
 TOOL = {

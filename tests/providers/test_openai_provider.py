@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestServer
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import ModelCall, Provider
-from gateway.providers.openai import NO_KEY, OpenAIProvider, create_client
-from gateway.providers.openai_stream import ChatTurn
+from gateway.providers.openai.provider import NO_KEY, OpenAIProvider, create_client
+from gateway.providers.openai.stream import ChatTurn
 from tests.fakes.openai import Call, FakeOpenAI, Reply
 from tests.providers.emitted import attempt
 

@@ -1,5 +1,5 @@
 """A tool exchange of three rounds through `OpenAIProvider`, driven by a small loop that
-keeps the canonical history the way gateway/loop.py does (the assistant turn's content as
+keeps the canonical history the way gateway/runs/loop.py does (the assistant turn's content as
 returned, then one user message of `tool_result` blocks), so the fake validates the
 translated history on every call: calls before answers, ids threaded, nothing left over."""
 
@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from gateway.providers.base import ModelCall, Provider
-from gateway.providers.openai import OpenAIProvider
+from gateway.providers.openai.provider import OpenAIProvider
 from tests.fakes.openai import Call, FakeOpenAI, Reply
 from tests.providers.emitted import attempt
 

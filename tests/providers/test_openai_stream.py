@@ -14,8 +14,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk, ParsedChatCompletion
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.openai_stream import STOP_REASONS, ChatTurn
-from gateway.upstream import SSEDecoder
+from gateway.providers.anthropic.stream import SSEDecoder
+from gateway.providers.openai.stream import STOP_REASONS, ChatTurn
 from tests.fakes.openai import Call, FakeOpenAI, Reply
 
 REPLY = Reply(

@@ -1,0 +1,1 @@
+"""Who may do what: the key ring and the per-key limits."""

@@ -1,0 +1,53 @@
+"""The access log: aiohttp's default line, with every byte a stream sent counted.
+
+A stream's live frames are written to its transport past aiohttp's writer (see
+`SSEWriter.write_now`), which then undercounts the response; the stream records what it
+wrote there under `keys.SENT_DIRECTLY`, and this line adds it. The format is aiohttp's
+default (`%a %t "%r" %s %b "%{Referer}i" "%{User-Agent}i"`), so what reads those lines
+reads these.
+
+A request whose client went away mid-response is logged with what it was sent (a stream
+that began is a 200) and one more field at the end of the line saying why it ended early:
+`client_left` (the client closed the connection: a Stop button, a dropped network),
+`client_dropped` (it read nothing within the write deadline) or `closed_at_shutdown`.
+A request the client left before anything was sent is a 499, as nginx logs it. The
+request-duration metric records the same status: none of these is a server error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from gateway.http import keys
+
+LEFT = web.RequestKey("left", str)
+"""Why a response ended before it was whole (see above); absent when it was."""
+STREAM = web.RequestKey("stream", web.StreamResponse)
+"""A stream's response, set by its handler: what the client was sent if it leaves."""
+CLIENT_CLOSED = 499
+"""nginx's status for a request its client closed before the answer began."""
+
+
+class AccessLog(AbstractAccessLogger):
+    """Passed to aiohttp's runner as `access_log_class`."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time_s: float) -> None:
+        sent = (response.body_length or 0) + request.get(keys.SENT_DIRECTLY, 0)
+        started = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(time.time() - time_s))
+        version = request.version
+        headers = request.headers
+        left = request.get(LEFT)
+        self.logger.info(
+            '%s [%s] "%s %s HTTP/%d.%d" %d %d "%s" "%s"%s',
+            request.remote or "-", started, request.method, request.path_qs, version.major,
+            version.minor, response.status, sent, headers.get("Referer", "-"),
+            headers.get("User-Agent", "-"), "" if left is None else " " + left,
+        )  # fmt: skip
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)

@@ -1,0 +1,71 @@
+"""Authentication as its own middleware: it finds the caller's name for every /api/*
+request and records it on the request (`keys.CALLER`) and on the request's span
+(`enduser.id`). The name, never the key, travels with the run: logs, spans, audit lines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from opentelemetry import trace
+
+from gateway.access.keyring import ANONYMOUS
+from gateway.errors import GatewayError
+from gateway.http import keys
+
+CALLER_VAR: ContextVar[str] = ContextVar("gateway_caller", default="-")
+"""The caller's name for log records. Set per request; a run's task inherits it, because
+asyncio copies the context into every task it creates."""
+
+
+def install_log_key() -> None:
+    """Give every log record a `key` attribute: the caller's name (`-` outside a request),
+    for a log format with `%(key)s`."""
+    previous: Callable[..., logging.LogRecord] = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        record.key = CALLER_VAR.get()
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
+def caller_of(request: web.Request) -> str:
+    return request[keys.CALLER]  # the auth middleware sets it on every request
+
+
+def _protected(request: web.Request) -> bool:
+    # Preflights carry no credentials by design; the CORS middleware answers them.
+    return request.path.startswith("/api/") and request.method != "OPTIONS"
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Record the caller's name on the request (and its span); 401 for /api/* without a
+    valid `Authorization: Bearer <key>` when keys are configured."""
+    ring = request.app[keys.KEYRING]
+    if ring.open or not _protected(request):
+        return await _as(request, handler, ANONYMOUS)
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    token = token.strip()
+    # A key is printable ASCII; other bytes arrive as lone surrogates no digest can take.
+    usable = scheme.lower() == "bearer" and token.isascii() and token.isprintable()
+    name = ring.identify(token) if usable else None
+    if name is None:
+        raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/*")
+    trace.get_current_span().set_attribute("enduser.id", name)
+    return await _as(request, handler, name)
+
+
+async def _as(request: web.Request, handler: Handler, name: str) -> web.StreamResponse:
+    request[keys.CALLER] = name
+    # Not reset afterwards: aiohttp runs each request in a task of its own (a copy of the
+    # context), so the name stays for that request's access log line and goes no further.
+    CALLER_VAR.set(name)
+    return await handler(request)

@@ -1,0 +1,197 @@
+"""Request validation: every field checked before a run starts or an SSE header is sent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.access.keyring import ANONYMOUS
+from gateway.errors import ValidationFailed
+from gateway.history import check_history
+from gateway.http import keys
+from gateway.runs.run import RunRequest
+from gateway.settings import Settings
+
+MIN_THINKING_BUDGET = 1_024
+MAX_JSON_DEPTH = 64
+"""Deeper than any history needs, and far below where saving it would fail (orjson
+refuses to write JSON nested deeper than 254)."""
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+class OutputFormat(BaseModel):
+    """Ask for the final answer as JSON valid against a schema."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    type: Literal["json_schema"]
+    json_schema: dict[str, Any] = Field(alias="schema")
+    """A JSON schema (an object) the answer must satisfy."""
+
+    def to_api(self) -> dict[str, Any]:
+        return {"type": "json_schema", "schema": self.json_schema}
+
+
+class RunBody(BaseModel):
+    """The body of POST /api/stream and /api/research (GET takes the scalars as params)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    query: str | None = Field(None, max_length=200_000)
+    """The user's question."""
+    messages: list[dict[str, Any]] | None = Field(None, max_length=1_000)
+    """A Messages API history instead of `query`."""
+    sessionId: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    """Continue an earlier conversation."""
+    max_turns: int | None = Field(None, ge=1, le=100)
+    """Tool rounds allowed; the last round's tools run, then one call answers without tools."""
+    tools: list[str] | None = Field(None, max_length=100)
+    """Allow-list of tool names for this run."""
+    thinking: bool | int | Literal["adaptive", "off", "on"] | None = None
+    """"adaptive", "off", true (the model's own form), or a budget in tokens (>= 1024)."""
+    effort: Effort | None = None
+    """How much effort the model spends, where the model supports effort."""
+    output_format: OutputFormat | None = None
+    """The final answer as JSON valid against `schema`, where the model supports it."""
+
+
+async def read_json_body(request: web.Request) -> Any:
+    if request.content_type != "application/json":
+        # Also what keeps a page on another origin from posting without a preflight.
+        raise ValidationFailed("Send the body as Content-Type: application/json", status=415)
+    raw = await read_body(request)
+    if not raw.strip():
+        raise ValidationFailed("The request body is empty; send a JSON object")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
+    if too_deep(data, MAX_JSON_DEPTH):
+        raise ValidationFailed(f"The request body nests deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole body within the read deadline: a client that withholds its last byte
+    holds a connection and a buffer until then, not for good."""
+    timeout_s = request.app[keys.SETTINGS].gateway_body_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await request.read()  # over client_max_size: aiohttp raises 413
+    except TimeoutError:
+        raise ValidationFailed(
+            f"The request body did not arrive within {timeout_s:g} s", status=408
+        ) from None
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether JSON nests deeper than `limit` (iteratively: the check must not recurse
+    into what it guards against; serialising it later would)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def body_from_query(params: Any) -> dict[str, Any]:
+    """GET parameters as the JSON body would carry them."""
+    body: dict[str, Any] = {}
+    for name in ("query", "sessionId"):
+        if name in params:
+            body[name] = params[name]
+    if "max_turns" in params:
+        body["max_turns"] = _int_param("max_turns", params["max_turns"])
+    if "tools" in params:
+        body["tools"] = [t for t in params["tools"].split(",") if t]
+    if "thinking" in params:
+        value = params["thinking"].lower()
+        if value in ("true", "false"):
+            body["thinking"] = value == "true"
+        elif value in ("adaptive", "off", "on"):
+            body["thinking"] = value
+        else:
+            body["thinking"] = _int_param("thinking", value)
+    if "effort" in params:
+        body["effort"] = params["effort"]
+    return body
+
+
+def _int_param(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationFailed(f"{name} must be an integer", {"field": name}) from None
+
+
+def parse_run_request(
+    data: Any, settings: Settings, tool_names: list[str], request_id: str,
+    caller: str = ANONYMOUS,
+) -> RunRequest:  # fmt: skip
+    if not isinstance(data, dict):
+        raise ValidationFailed("The request body must be a JSON object")
+    try:
+        body = RunBody.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        raise ValidationFailed(f"Invalid request: {summary}", {"errors": errors}) from None
+    return RunRequest(
+        messages=_messages(body),
+        session_id=body.sessionId,
+        replace_history=body.messages is not None,
+        max_turns=body.max_turns,
+        tools=_tools(body, tool_names),
+        thinking=_thinking(body),
+        effort=body.effort,
+        output_format=body.output_format.to_api() if body.output_format else None,
+        request_id=request_id,
+        caller=caller,
+    )
+
+
+def _messages(body: RunBody) -> list[dict[str, Any]]:
+    if body.messages is not None:
+        check_history(body.messages)
+        return body.messages
+    if body.query is None or not body.query.strip():
+        raise ValidationFailed("query is required (or messages)", {"field": "query"})
+    return [{"role": "user", "content": body.query}]
+
+
+def _tools(body: RunBody, tool_names: list[str]) -> frozenset[str] | None:
+    if body.tools is None:
+        return None
+    unknown = sorted(set(body.tools) - set(tool_names))
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown tool names: {', '.join(unknown)}",
+            {"field": "tools", "unknown": unknown, "available": tool_names},
+        )
+    return frozenset(body.tools)
+
+
+def _thinking(body: RunBody) -> str | int | None:
+    """The request's thinking choice; what the model can take is checked against its record."""
+    thinking = body.thinking
+    if thinking is None or isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, bool):
+        return "on" if thinking else "off"
+    if thinking < MIN_THINKING_BUDGET:
+        raise ValidationFailed(
+            f"thinking must be at least {MIN_THINKING_BUDGET} tokens", {"field": "thinking"}
+        )
+    return thinking

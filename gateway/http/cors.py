@@ -1,0 +1,86 @@
+"""CORS for browsers on other origins: an allow-list (`GATEWAY_CORS_ORIGINS`, `*` for any).
+
+A preflight (`OPTIONS` with `Access-Control-Request-Method`) from an allowed origin is
+answered 204 here, before authentication: browsers never send credentials on a preflight.
+Every other response to an allowed origin, SSE streams included, gets its headers in
+`on_response_prepare`, which aiohttp calls just before the headers go out, so handlers that
+prepare their own stream need not know about CORS. Any other origin gets no
+`Access-Control-Allow-Origin` at all (and its preflight a 403), so the browser refuses;
+a POST from it (a form, or a fetch the browser sends without asking) is a 403 too.
+
+No `Access-Control-Allow-Credentials`: the API authenticates with a bearer header, not
+cookies, so there is nothing for a browser to send implicitly.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from gateway.errors import GatewayError
+from gateway.http import keys
+
+ALLOW_METHODS = "GET, POST, OPTIONS"
+ALLOW_HEADERS = "Authorization, Content-Type, Last-Event-ID, x-request-id"
+EXPOSE_HEADERS = (
+    "x-request-id, x-run-id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset"
+)
+MAX_AGE_S = "600"  # how long a browser may reuse a preflight answer
+
+
+def allowed_origin(request: web.Request) -> str | None:
+    """The value for `Access-Control-Allow-Origin`, or None for no CORS headers."""
+    origin = request.headers.get("Origin")
+    allowed = request.app[keys.SETTINGS].gateway_cors_origins
+    if origin is None or not allowed:
+        return None
+    if origin in allowed:
+        return origin
+    return "*" if "*" in allowed else None
+
+
+def foreign_post(request: web.Request) -> bool:
+    """A POST from a page on an origin that is neither this server nor allowed: refused,
+    so a page cannot start or cancel runs even where the browser sends it unasked."""
+    origin = request.headers.get("Origin")
+    if request.method != "POST" or origin is None:
+        return False
+    if not request.app[keys.SETTINGS].gateway_cors_origins:
+        return False
+    same = urlsplit(origin).netloc == request.host
+    return not same and allowed_origin(request) is None
+
+
+@web.middleware
+async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer preflights, refuse POSTs from other origins; everything else goes on (its
+    headers come at prepare)."""
+    if foreign_post(request):
+        raise GatewayError("PERMISSION_ERROR", "This origin may not call the API")
+    if request.method != "OPTIONS" or "Access-Control-Request-Method" not in request.headers:
+        return await handler(request)
+    origin = allowed_origin(request)
+    if origin is None:
+        raise GatewayError("PERMISSION_ERROR", "This origin may not call the API")
+    return web.Response(
+        status=204,
+        headers={
+            "Access-Control-Allow-Origin": origin,
+            "Access-Control-Allow-Methods": ALLOW_METHODS,
+            "Access-Control-Allow-Headers": ALLOW_HEADERS,
+            "Access-Control-Max-Age": MAX_AGE_S,
+            "Vary": "Origin",
+        },
+    )
+
+
+async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: CORS headers on every response to an allowed origin."""
+    origin = allowed_origin(request)
+    if origin is None or "Access-Control-Allow-Origin" in response.headers:
+        return
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+    response.headers["Vary"] = "Origin"

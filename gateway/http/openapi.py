@@ -1,0 +1,267 @@
+"""`GET /openapi.json`: OpenAPI 3.1 for every endpoint, generated from the models.
+
+The request body is `RunBody` itself (pydantic's JSON schema), so a field added there is
+documented without an edit here; the GET parameters are its scalar fields, as
+`body_from_query` reads them. Responses are small models below; the error shape is the
+one `GatewayError.body` writes, with the closed set of codes. Only the list of operations
+is written by hand, and a test checks it against the app's routes.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import models_json_schema
+
+from gateway import __version__
+from gateway.errors import STATUS_BY_CODE, ErrorCode
+from gateway.http import keys
+from gateway.http.body import RunBody
+
+REF = "#/components/schemas/{model}"
+GET_QUERY_MAX_CHARS = 500  # up to 12 bytes each once percent-encoded: well under 8 KB
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, with a code from a closed set."""
+
+    code: ErrorCode
+    message: str
+    details: dict[str, Any]
+    """Machine-readable specifics: the field, the limit and its `retry_after_s`..."""
+    request_id: str
+    """The `x-request-id` of the request, for the logs."""
+
+
+class ErrorResponse(BaseModel):
+    """Every error answered as JSON (before any SSE header)."""
+
+    error: ErrorDetail
+
+
+class CancelResult(BaseModel):
+    ok: bool
+    run_id: str
+    cancelled: bool
+    """Whether the run was still running (False: it had already ended)."""
+    status: str
+
+
+class ToolList(BaseModel):
+    tools: list[dict[str, Any]]
+    """Tool definitions as the model sees them: name, description, input_schema."""
+    backends: dict[str, str]
+
+
+class ResearchResult(BaseModel):
+    """The fold of a run's events into one answer."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str
+    toolCalls: list[dict[str, Any]]
+    thinkingBlocks: list[dict[str, Any]]
+    citations: list[Any]
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ok: bool
+    status: str
+    version: str
+
+
+_MODELS: list[type[BaseModel]] = [ErrorResponse, CancelResult, ToolList, ResearchResult, Health]
+
+
+def _json(model: str) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": REF.format(model=model)}}}
+
+
+def _errors(*codes: ErrorCode) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
+    for code in ("VALIDATION_ERROR", *codes, "UNKNOWN_ERROR"):
+        status = str(STATUS_BY_CODE[code])
+        answers[status] = {"description": code, "content": _json("ErrorResponse")}
+    return answers
+
+
+# One Server-Sent Event (OpenAPI 3.1 reads a stream's `schema` as that of each event): its
+# `data` is one JSON event of the gateway's protocol, numbered by `seq` as its `id` is.
+SSE_EVENT = {
+    "type": "object",
+    "required": ["id", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string", "const": "message"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "type": "object",
+                "required": ["type", "seq", "run_id"],
+                "properties": {"type": {"type": "string"}, "seq": {"type": "integer"},
+                               "run_id": {"type": "string"}},
+            },
+        },
+    },
+}  # fmt: skip
+
+
+# With GATEWAY_RATE_LIMIT_PER_MIN: the key's per-minute window, on run starts and their 429.
+RATE_HEADERS = {
+    name: {"schema": {"type": "integer", "minimum": 0}, "description": text}
+    for name, text in (
+        ("RateLimit-Limit", "Run starts allowed per minute for this key"),
+        ("RateLimit-Remaining", "Starts left in the current window"),
+        ("RateLimit-Reset", "Seconds until the window ends"),
+    )
+}
+
+
+def _sse(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": {"x-run-id": {"schema": {"type": "string"}}, **RATE_HEADERS},
+        "content": {"text/event-stream": {"schema": SSE_EVENT}},
+    }
+
+
+def _run_errors(*codes: ErrorCode) -> dict[str, Any]:
+    answers = _errors("AUTHENTICATION_ERROR", "RATE_LIMIT_ERROR", "NETWORK_ERROR", *codes)
+    for status, description in (
+        ("408", "The body did not arrive in time"),
+        ("413", "The body is too large"),
+        ("415", "The body is not application/json"),
+    ):
+        answers[status] = {"description": description, "content": _json("ErrorResponse")}
+    retry = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+    answers["429"]["headers"] = retry | RATE_HEADERS
+    answers["503"] = {
+        "description": "OVERLOADED_ERROR: this process runs GATEWAY_MAX_RUNS_PER_PROCESS runs",
+        "headers": retry, "content": _json("ErrorResponse"),
+    }  # fmt: skip
+    return answers
+
+
+def _refine_body(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> None:
+    """Add the rules `parse_run_request` enforces beyond the field types: a non-blank
+    `query` or a `messages` history, and tool names from this gateway's registry."""
+    properties = body_schema["properties"]
+    body_schema["anyOf"] = [
+        {"required": ["query"], "properties": {"query": {"type": "string", "pattern": r"\S"}}},
+        {"required": ["messages"], "properties": {"messages": {"type": "array", "minItems": 1}}},
+    ]
+    if "tools" in properties and tool_names:
+        properties["tools"] = {
+            "anyOf": [{"type": "array", "items": {"enum": list(tool_names)}}, {"type": "null"}],
+            "description": properties["tools"].get("description", ""),
+        }
+
+
+def _query_params(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """RunBody's scalar fields (and `tools`, comma-separated) as GET parameters."""
+    params = []
+    for name, field in body_schema["properties"].items():
+        options = [s for s in field.get("anyOf", [field]) if s.get("type") != "null"]
+        if name == "tools":
+            one = "|".join(re.escape(tool) for tool in tool_names) or "[^,]+"
+            pattern = f"^(?:(?:{one})(?:,(?:{one}))*)?$"
+            options = [{"type": "string", "pattern": pattern, "description": "Comma-separated"}]
+        if not options or any(s.get("type") in ("array", "object") for s in options):
+            continue
+        schema = options[0] if len(options) == 1 else {"anyOf": options}
+        required = name == "query"  # a GET has no `messages` to send instead
+        if required:  # the HTTP parser refuses URLs over 8 KB (as text): long queries POST
+            schema = {**schema, "pattern": r"\S", "maxLength": GET_QUERY_MAX_CHARS}
+        params.append({"name": name, "in": "query", "required": required, "schema": schema})
+    return params
+
+
+def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, Any]:
+    run_id = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    body = {"required": True, "content": _json("RunBody")}
+    after = [
+        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer", "minimum": 0}},
+        {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+    ]
+    run = "A run: its events as Server-Sent Events, each `id: {seq}` then one `data:` line of JSON"
+    return {
+        "/api/stream": {
+            "post": {"summary": "Start a run and stream it", "requestBody": body,
+                     "responses": {"200": _sse(run), **_run_errors()}},
+            "get": {"summary": "Start a run and stream it (for EventSource)",
+                    "parameters": _query_params(body_schema, tool_names),
+                    "responses": {"200": _sse(run), **_run_errors()}},
+        },
+        "/api/stream/{run_id}": {"get": {
+            "summary": "Re-attach to a run: its events after a seq, then live",
+            "parameters": [run_id, *after],
+            "responses": {"200": _sse(run), **_errors("AUTHENTICATION_ERROR", "NOT_FOUND",
+                                                      "NETWORK_ERROR")},
+        }},
+        "/api/research": {"post": {
+            "summary": "Run to the end and answer with one JSON result", "requestBody": body,
+            "responses": {"200": {"description": "The result", "headers": RATE_HEADERS,
+                                  "content": _json("ResearchResult")},
+                          **_run_errors("OVERLOADED_ERROR", "TIMEOUT_ERROR")},
+        }},
+        "/api/runs/{run_id}/cancel": {"post": {
+            "summary": "Stop a run (its stream ends with outcome `cancelled`)",
+            "parameters": [run_id],
+            "responses": {"200": {"description": "Done", "content": _json("CancelResult")},
+                          **_errors("AUTHENTICATION_ERROR", "NOT_FOUND", "NETWORK_ERROR")},
+        }},
+        "/api/tools": {"get": {
+            "summary": "The tools the model may call",
+            "responses": {"200": {"description": "Tools", "content": _json("ToolList")},
+                          **_errors("AUTHENTICATION_ERROR")},
+        }},
+        "/health": {"get": {"summary": "Health", "security": [], "responses": {
+            "200": {"description": "Healthy", "content": _json("Health")},
+            "503": {"description": "Degraded", "content": _json("Health")},
+        }}},
+        "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {
+            "200": {"description": "Text exposition format",
+                    "content": {"text/plain": {"schema": {"type": "string"}}}},
+        }}},
+        "/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {
+            "200": {"description": "OpenAPI 3.1",
+                    "content": {"application/json": {"schema": {"type": "object"}}}},
+        }}},
+    }  # fmt: skip
+
+
+@functools.cache
+def document(keys_required: bool, tool_names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The whole document; `keys_required` adds the bearer scheme to /api/*."""
+    pairs = [(m, "serialization") for m in _MODELS] + [(RunBody, "validation")]
+    named, defs = models_json_schema(pairs, ref_template=REF)  # type: ignore[arg-type]
+    schemas = defs.get("$defs", {})
+    body_schema = named[(RunBody, "validation")]
+    if "$ref" in body_schema:
+        body_schema = schemas[body_schema["$ref"].rsplit("/", 1)[-1]]
+    _refine_body(body_schema, tool_names)
+    components: dict[str, Any] = {"schemas": schemas}
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "research-gateway", "version": __version__,
+                 "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
+        "paths": _operations(body_schema, tool_names),
+        "components": components,
+    }  # fmt: skip
+    if keys_required:
+        components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
+
+
+async def serve(request: web.Request) -> web.Response:
+    names = tuple(sorted(request.app[keys.TOOLSET].registry.names()))
+    doc = document(not request.app[keys.KEYRING].open, names)
+    return web.json_response(doc)

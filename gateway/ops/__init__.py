@@ -1,0 +1,1 @@
+"""Operating the service: metrics, traces, the audit log, the per-run observer, processes."""

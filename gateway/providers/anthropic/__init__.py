@@ -1,0 +1,1 @@
+"""The Messages API: request shaping, the stream translator, the transport, the model catalogue."""

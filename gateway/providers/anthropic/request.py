@@ -1,0 +1,199 @@
+"""Each run's Messages API requests, shaped by the run's options and the model record.
+
+`plan_run` turns a validated request into the parts every call of the run shares (thinking
+form, effort, structured output, `max_tokens` cap, server tools), refusing before any SSE
+header what the model cannot do. `request_params` builds one call's body, with the prompt
+cache breakpoints: tool definitions, the system prompt, and the newest message, so each call
+reads the previous call's prefix. Nothing that changes within a run comes before a
+breakpoint: the date is its own system block after the cached prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway import events
+from gateway.errors import ValidationFailed
+from gateway.events import Event
+from gateway.providers.anthropic.catalog import ModelRecord
+
+DEFAULT_THINKING_BUDGET = 8_192
+MIN_THINKING_BUDGET = 1_024
+EPHEMERAL = {"type": "ephemeral"}
+# Blocks the API lets carry a breakpoint (thinking blocks may not, server-tool results are
+# left alone).
+_CACHEABLE = frozenset({"text", "tool_result", "tool_use", "image", "document"})
+SERVER_TOOL_DEFINITIONS: dict[str, dict[str, Any]] = {
+    "web_search": {"type": "web_search_20260318", "name": "web_search", "max_uses": 5},
+    "web_fetch": {"type": "web_fetch_20260318", "name": "web_fetch", "max_uses": 5},
+}
+
+ThinkingChoice = str | int  # "off" | "adaptive" | "on" | a budget in tokens
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What every model call of one run shares, decided once at the run's start."""
+
+    model: str
+    max_tokens: int
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    output_schema: dict[str, Any] | None = None
+    server_tools: tuple[dict[str, Any], ...] = ()
+    context_window: int | None = None
+    structured: bool = False
+    cache: bool = True
+    notices: tuple[Event, ...] = ()
+    """Warnings for the client at the run's start (a deprecated model, a skipped option)."""
+
+
+def plan_run(
+    record: ModelRecord,
+    *,
+    max_tokens: int,
+    thinking: ThinkingChoice,
+    effort: str | None,
+    effort_explicit: bool,
+    output_format: dict[str, Any] | None,
+    server_tools: tuple[str, ...],
+    cache: bool,
+) -> CallPlan:
+    """The run's shared call parts; `ValidationFailed` for what the model cannot do."""
+    record.check_usable()
+    cap = min(max_tokens, record.max_tokens) if record.max_tokens else max_tokens
+    notices: list[Event] = []
+    if record.lifecycle == "deprecated":
+        retires = f" and retires on {record.retires_at[:10]}" if record.retires_at else ""
+        message = f"The model {record.id} is deprecated{retires}; ask the operator to move on"
+        notices.append(events.warning("model_deprecated", message, 0, model=record.id))
+    thinking_param = _thinking(record, thinking, cap, notices)
+    if record.source == "defaults" and effort_explicit:
+        message = "Effort is not set: the model's capabilities could not be read"
+        notices.append(events.warning("effort_skipped", message, 0))
+    if output_format is not None and not record.structured_outputs:
+        raise ValidationFailed(
+            f"The model {record.id} does not support structured output (output_format)",
+            {"field": "output_format", "model": record.id},
+        )
+    return CallPlan(
+        model=record.id,
+        max_tokens=cap,
+        thinking=thinking_param,
+        effort=_effort(record, effort, explicit=effort_explicit),
+        output_schema=output_format["schema"] if output_format is not None else None,
+        server_tools=_server_tools(record, server_tools),
+        context_window=record.max_input_tokens,
+        structured=output_format is not None,
+        cache=cache,
+        notices=tuple(notices),
+    )
+
+
+def _thinking(
+    record: ModelRecord, choice: ThinkingChoice, max_tokens: int, notices: list[Event]
+) -> dict[str, Any] | None:
+    if choice == "off" or choice == 0:
+        # Say "off" only to a model that takes it; otherwise leave the field out.
+        return {"type": "disabled"} if record.thinking and record.thinking_disabled else None
+    if record.source == "defaults":
+        message = "Thinking is off: the model's capabilities could not be read"
+        notices.append(events.warning("thinking_skipped", message, 0))
+        return None
+    if not record.thinking:
+        raise _refuse(record, "does not support thinking")
+    if choice == "adaptive":
+        if not record.thinking_adaptive:
+            raise _refuse(record, "takes thinking only as a budget: send true or a number")
+        return {"type": "adaptive"}
+    if record.thinking_adaptive and (choice == "on" or not record.thinking_budget):
+        return {"type": "adaptive"}  # a budget means "on" for a model that decides itself
+    budget = DEFAULT_THINKING_BUDGET if choice == "on" else int(choice)
+    if budget >= max_tokens:
+        raise ValidationFailed(
+            f"thinking must be below the max_tokens of {max_tokens}", {"field": "thinking"}
+        )
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def _effort(record: ModelRecord, effort: str | None, *, explicit: bool) -> str | None:
+    if record.source == "defaults":
+        return None
+    if effort is None or effort in record.efforts:
+        return effort
+    if not explicit:  # the operator's default: leave it out where the model has no such level
+        return None
+    levels = sorted(record.efforts) or "none"
+    raise _refuse(record, f"does not take effort {effort!r} (it takes: {levels})", "effort")
+
+
+def _server_tools(record: ModelRecord, names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    if record.source == "models_api":
+        missing = [name for name in names if name not in record.server_tools]
+        if missing:
+            raise _refuse(record, f"does not offer the server tools {missing}", "tools")
+    return tuple(SERVER_TOOL_DEFINITIONS[name] for name in names)
+
+
+def _refuse(record: ModelRecord, what: str, field: str = "thinking") -> ValidationFailed:
+    return ValidationFailed(f"The model {record.id} {what}", {"field": field, "model": record.id})
+
+
+def today_text() -> str:
+    """Today's date for the model: computed per run, placed after the cached prompt."""
+    return f"Today's date is {datetime.now(UTC).date().isoformat()}."
+
+
+def offered_tools(
+    local: list[dict[str, Any]], server: tuple[dict[str, Any], ...]
+) -> list[dict[str, Any]]:
+    """The tools one Messages API call offers: a server tool takes the place of a local tool
+    of the same name (the API refuses two tools of one name: "Tool names must be unique")."""
+    if not server:
+        return local
+    taken = {tool["name"] for tool in server}
+    return [*(tool for tool in local if tool["name"] not in taken), *server]
+
+
+def cached_tools(tools: list[dict[str, Any]], *, cache: bool) -> list[dict[str, Any]]:
+    """The run's tool definitions, the last one marked as a cache breakpoint."""
+    if not cache or not tools:
+        return tools
+    return [*tools[:-1], {**tools[-1], "cache_control": EPHEMERAL}]
+
+
+def system_blocks(
+    prompt: str | None, suffix: dict[str, Any] | None, *, cache: bool
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if prompt:
+        blocks.append(
+            {"type": "text", "text": prompt, **({"cache_control": EPHEMERAL} if cache else {})}
+        )
+    return [*blocks, suffix] if suffix else blocks
+
+
+def with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history with the newest message's last cacheable block marked; the stored
+    history itself is never changed (it is re-sent and saved as the model saw it)."""
+    if not messages:
+        return messages
+    last = messages[-1]
+    content = last["content"]
+    if isinstance(content, str):
+        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": EPHEMERAL}]
+        return [*messages[:-1], {**last, "content": blocks}]
+    for index in range(len(content) - 1, -1, -1):
+        block = content[index]
+        if isinstance(block, dict) and block.get("type") in _CACHEABLE:
+            if block.get("type") == "text" and not block.get("text"):
+                continue
+            marked = [
+                *content[:index],
+                {**block, "cache_control": EPHEMERAL},
+                *content[index + 1 :],
+            ]
+            return [*messages[:-1], {**last, "content": marked}]
+    return messages

@@ -1,0 +1,1 @@
+"""An OpenAI-compatible Chat Completions upstream: request body, stream translator, provider."""

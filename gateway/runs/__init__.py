@@ -1,0 +1,1 @@
+"""Runs: the tool loop, the run and its manager, how runs end, durable runs, planning."""

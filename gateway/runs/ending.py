@@ -1,0 +1,106 @@
+"""How a run ends: exactly one terminal event and a closed log, whatever raises on the way.
+
+Each step of the ending (the observer's bookkeeping, building `final`, saving the session,
+appending the terminal event) is guarded on its own, because a reader waits on the log
+until it closes: a step that raised past this point used to leave a stream pinging forever
+and the run active for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from gateway import events
+from gateway.errors import GatewayError
+from gateway.events import Event
+from gateway.ops.observe import RunObserver
+from gateway.runs.run import Run
+
+log = logging.getLogger(__name__)
+
+NOT_SAVED = "The conversation could not be saved; sessionId may not continue from this run"
+
+
+@dataclass
+class Ending:
+    """What the run driver knows when the loop stops."""
+
+    outcome: str
+    terminal: Event | None
+    """The `error` event of a failed run; None: build `final`."""
+    turns: int
+    usage: dict[str, int]
+    request_id: str
+
+
+async def end_run(
+    run: Run, ending: Ending, observer: RunObserver,
+    build_final: Callable[[float], Event], save: Callable[[], Awaitable[None]] | None,
+) -> None:  # fmt: skip
+    """Record, save, append the one terminal event and close the log, in that order."""
+    try:
+        terminal = _terminal(ending, observer, build_final)
+        if save is not None:
+            await _save(run, save, ending.turns)
+        _append_terminal(run, terminal, ending.request_id)
+    finally:  # whatever happened above, readers must see the log close
+        run.log.close()
+
+
+def _terminal(
+    ending: Ending, observer: RunObserver, build_final: Callable[[float], Event]
+) -> Event:
+    failed = ending.terminal is not None
+    try:
+        duration_ms = observer.finished(ending.outcome, ending.turns, ending.usage, failed)
+    except Exception:
+        log.exception("recording the end of a run failed")
+        duration_ms = (time.monotonic() - observer.started) * 1000
+    if ending.terminal is not None:
+        return ending.terminal
+    try:
+        return build_final(duration_ms)
+    except Exception as exc:
+        log.exception("building the final event failed")
+        return internal_error(exc, ending.request_id)
+
+
+async def _save(run: Run, save: Callable[[], Awaitable[None]], turns: int) -> None:
+    # Cancellation too: a cancel that lands while saving must not cost the terminal event.
+    try:
+        await save()
+    except (Exception, asyncio.CancelledError):
+        log.exception("saving session %s of run %s failed", run.session_id, run.id)
+        try:
+            run.log.append(events.warning("session_not_saved", NOT_SAVED, turns))
+        except Exception:
+            log.exception("appending the session warning of run %s failed", run.id)
+
+
+def _append_terminal(run: Run, terminal: Event, request_id: str) -> None:
+    before = run.log.last_seq
+    try:
+        run.log.append(terminal)
+        return
+    except Exception as exc:
+        log.exception("appending the terminal event of run %s failed", run.id)
+        if run.log.last_seq != before:  # it is in the log; a listener raised after
+            return
+        fallback = internal_error(exc, request_id)
+    try:
+        run.log.append(fallback)
+    except Exception:  # e.g. the request id itself cannot be serialised: drop it
+        try:
+            run.log.append(internal_error(None, ""))
+        except Exception:  # nothing left to try; the log still closes
+            log.exception("appending any terminal event of run %s failed", run.id)
+
+
+def internal_error(exc: BaseException | None, request_id: str) -> Event:
+    name = type(exc).__name__ if exc is not None else "error"
+    body = GatewayError("UNKNOWN_ERROR", f"Internal error: {name}").body(request_id)
+    return events.error(body)

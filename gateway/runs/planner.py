@@ -1,0 +1,68 @@
+"""Per-run wiring: a validated request plus the model record become the run's LoopConfig.
+
+Async because the model record may need a trip to the Models API (once per model);
+everything a model cannot do is refused here, before any SSE header.
+"""
+
+from __future__ import annotations
+
+from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
+from gateway.providers.anthropic.request import ThinkingChoice, plan_run
+from gateway.providers.seam import RetryPolicy
+from gateway.runs.loop import LoopConfig
+from gateway.runs.run import RunRequest
+from gateway.settings import Settings
+
+SYSTEM_PROMPT = """You are a financial research assistant. You answer questions about public \
+companies from SEC EDGAR filings and, when useful, the web, using the tools you are given. \
+Look things up rather than relying on memory; read the relevant filing section before \
+summarising it. In the answer, give figures with their units and periods, and cite the \
+filings you used (form, filing date, accession number or link). If the tools find nothing \
+or fail, say so plainly. Each message of tool results ends with a note of how many tool \
+rounds you have left: plan your lookups to fit, and answer when none are left."""
+
+
+class RunPlanner:
+    """Makes each run's LoopConfig from the settings, the request and the model record."""
+
+    def __init__(self, settings: Settings, catalog: ModelCatalog | StaticCatalog) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.retry = RetryPolicy(
+            max_retries=settings.gateway_upstream_max_retries,
+            max_total_wait_s=settings.gateway_upstream_max_retry_wait_s,
+            call_deadline_s=settings.gateway_upstream_deadline_s,
+        )
+        self.system = settings.sdk_system_prompt or SYSTEM_PROMPT
+
+    async def record(self) -> ModelRecord:
+        return await self.catalog.get(self.settings.model)
+
+    async def config(self, request: RunRequest) -> LoopConfig:
+        settings = self.settings
+        plan = plan_run(
+            await self.record(),
+            max_tokens=settings.sdk_max_tokens,
+            thinking=self._thinking(request),
+            effort=request.effort or settings.sdk_effort,
+            effort_explicit=request.effort is not None,
+            output_format=request.output_format,
+            server_tools=settings.server_tools,
+            cache=settings.gateway_prompt_cache,
+        )
+        return LoopConfig(
+            plan=plan,
+            max_turns=request.max_turns or settings.sdk_max_turns,
+            system=self.system,
+            allowed_tools=request.tools,
+            retry=self.retry,
+        )
+
+    def _thinking(self, request: RunRequest) -> ThinkingChoice:
+        budget = self.settings.sdk_thinking_budget
+        choice = request.thinking
+        if choice is None:  # the operator's default: a budget > 0 means thinking on
+            return budget if budget else self.settings.sdk_thinking
+        if choice == "on" and budget:
+            return budget  # the operator's budget, for models that take one
+        return choice

@@ -1,0 +1,1 @@
+"""The Redis run store: scripts, the run records and the log mirror."""
