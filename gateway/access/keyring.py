@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ANONYMOUS = "anonymous"
-"""The caller's name when no keys are configured (the API is open)."""
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 

@@ -14,9 +14,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from opentelemetry import trace
 
-from gateway.access.keyring import ANONYMOUS
 from gateway.errors import GatewayError
 from gateway.http import keys
+from gateway.runs.run import ANONYMOUS
 
 CALLER_VAR: ContextVar[str] = ContextVar("gateway_caller", default="-")
 """The caller's name for log records. Set per request; a run's task inherits it, because

@@ -9,11 +9,10 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.access.keyring import ANONYMOUS
 from gateway.errors import ValidationFailed
 from gateway.history import check_history
 from gateway.http import keys
-from gateway.runs.run import RunRequest
+from gateway.runs.run import ANONYMOUS, RunRequest
 from gateway.settings import Settings
 
 MIN_THINKING_BUDGET = 1_024

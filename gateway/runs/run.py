@@ -12,9 +12,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.access.keyring import ANONYMOUS
 from gateway.events import Outcome
 from gateway.store.eventlog import EventLog
+
+ANONYMOUS = "anonymous"
+"""The caller's name when no keys are configured (the API is open)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,121 @@
+"""The gateway's packages are layers, and each imports only the layers below it:
+
+    core (gateway/*.py) -> providers, store -> ops -> runs -> access -> http -> __main__
+
+`providers` and `store` stand side by side and import neither each other nor anything above.
+Imports made only for type checking count too (they are dependencies all the same), and
+the modules' import graph, type-only imports left out, has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "gateway"
+RANK = {"core": 0, "providers": 1, "store": 1, "ops": 2, "runs": 3, "access": 4, "http": 5}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module == "gateway.__main__":
+        return "main"
+    if len(parts) > 2 and parts[1] in RANK:
+        return parts[1]
+    return parts[1] if len(parts) == 2 and parts[1] in RANK else "core"
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(imported gateway module, only for type checking) for every import in the file."""
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _type_checking(node):
+            typing_only.update(id(inner) for inner in ast.walk(node))
+    found: list[tuple[str, bool]] = []
+    known = {module_name(p) for p in ROOT.rglob("*.py")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from gateway.x import y` names module gateway.x.y when y is a module
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in known
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        found += [(name, id(node) in typing_only) for name in names if name.startswith("gateway")]
+    return found
+
+
+MODULES = {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def rank(layer_name: str) -> int:
+    return 6 if layer_name == "main" else RANK[layer_name]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_layers_below(module: str) -> None:
+    mine = layer(module)
+    wrong = []
+    for imported, _ in imports(MODULES[module]):
+        theirs = layer(imported)
+        if imported == "gateway" or theirs == mine:
+            continue
+        sideways = {mine, theirs} == {"providers", "store"}
+        if sideways or rank(theirs) > rank(mine):
+            wrong.append(f"{imported} ({theirs})")
+    assert not wrong, f"{module} ({mine}) imports from above or beside it: {wrong}"
+
+
+def test_no_import_cycles() -> None:
+    graph = {
+        module: {name for name, typing_only in imports(path) if not typing_only and name in MODULES}
+        for module, path in MODULES.items()
+    }
+    done: set[str] = set()
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        if module in stack:
+            cycle = [*stack[stack.index(module) :], module]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            # a package's __init__ runs before its modules: importing the package is no edge back
+            if not module.startswith(imported + "."):
+                visit(imported)
+        stack.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """The check itself: an upward import and a cycle in a made-up module are found."""
+    source = tmp_path / "probe.py"
+    source.write_text("from gateway.http import keys\nif TYPE_CHECKING:\n    import gateway.ops.metrics\n")
+    assert imports(source) == [("gateway.http.keys", False), ("gateway.ops.metrics", True)]
+    assert layer("gateway.http.keys") == "http" and layer("gateway.events") == "core"
+    assert layer("gateway.store.redis.runs") == "store" and layer("gateway.__main__") == "main"
