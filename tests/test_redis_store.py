@@ -21,7 +21,8 @@ from gateway.http.app import create_app
 from gateway.runs.tools import StaticToolset
 from gateway.sse import parse_frames
 from gateway.store.redis import mirror
-from gateway.store.redis.runs import Batch, RedisStore, StoreUnavailable
+from gateway.store.redis.runs import RedisStore, StoreUnavailable
+from gateway.store.redis.wire import Batch
 from tests.conftest import (
     GatewayFactory,
     iter_events,

@@ -25,7 +25,7 @@ from typing import Any
 import redis.asyncio as redis
 
 from gateway.access.limits import WINDOW_S, Limits, Refusal, Window, seconds_to_midnight, utc_day
-from gateway.store.redis.runs import REDIS_ERRORS
+from gateway.store.redis.wire import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
 

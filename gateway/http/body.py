@@ -1,4 +1,5 @@
-"""Request validation: every field checked before a run starts or an SSE header is sent."""
+"""Request bodies read and validated (every field checked before a run starts or an SSE
+header is sent), and JSON answers written."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ class RunBody(BaseModel):
     """How much effort the model spends, where the model supports effort."""
     output_format: OutputFormat | None = None
     """The final answer as JSON valid against `schema`, where the model supports it."""
+
+
+def json_response(data: object, status: int = 200) -> web.Response:
+    """A JSON answer (errors too: the middleware answers with it)."""
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
 async def read_json_body(request: web.Request) -> Any:

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
 from aiohttp import web
 from opentelemetry import context as otel_context
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -21,7 +20,7 @@ from gateway.fold import fold
 from gateway.http import admission, keys
 from gateway.http.access_log import LEFT, STREAM
 from gateway.http.auth import caller_of
-from gateway.http.body import body_from_query, parse_run_request, read_json_body
+from gateway.http.body import body_from_query, json_response, parse_run_request, read_json_body
 from gateway.http.ownership import check_owner
 from gateway.http.writer import CHUNK_BYTES, SSEWriter
 from gateway.runs.run import Run
@@ -31,10 +30,6 @@ if TYPE_CHECKING:
     from gateway.store.redis.runs import RedisStore
 
 PLAYGROUND = Path(__file__).resolve().parents[2] / "playground"
-
-
-def json_response(data: object, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
 async def _start(request: web.Request, data: object, endpoint: str) -> Run:

@@ -1,31 +1,39 @@
-"""Every typed key on the application, declared in one place."""
+"""Every typed key on the application, declared in one place.
+
+The keys' types are imported for the type checker only: a module that needs one key (the
+SSE writer, the access log) must not pull in the whole application with it.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
-from opentelemetry.trace import Tracer
 
-from gateway.access.keyring import KeyRing
-from gateway.access.limits import Gate
-from gateway.ops.audit import AuditLog
-from gateway.ops.metrics import Metrics
-from gateway.providers.configured import Upstreams
-from gateway.runs.manager import RunManager
-from gateway.runs.planner import RunPlanner
-from gateway.runs.tools import ToolsetLike
-from gateway.settings import Settings
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
-SETTINGS = web.AppKey("settings", Settings)
-METRICS = web.AppKey("metrics", Metrics)
-TRACER = web.AppKey("tracer", Tracer)
-TOOLSET = web.AppKey("toolset", ToolsetLike)
-RUNS = web.AppKey("runs", RunManager)
-PLANNER = web.AppKey("planner", RunPlanner)
-UPSTREAMS = web.AppKey("upstreams", Upstreams)
-STARTED_AT = web.AppKey("started_at", float)
-KEYRING = web.AppKey("keyring", KeyRing)
-LIMITS = web.AppKey("limits", Gate)
-AUDIT = web.AppKey("audit", AuditLog)  # only when GATEWAY_AUDIT_LOG is set
+    from gateway.access.keyring import KeyRing
+    from gateway.access.limits import Gate
+    from gateway.ops.audit import AuditLog
+    from gateway.ops.metrics import Metrics
+    from gateway.providers.configured import Upstreams
+    from gateway.runs.manager import RunManager
+    from gateway.runs.planner import RunPlanner
+    from gateway.runs.tools import ToolsetLike
+    from gateway.settings import Settings
+
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+TRACER: web.AppKey[Tracer] = web.AppKey("tracer")
+TOOLSET: web.AppKey[ToolsetLike] = web.AppKey("toolset")
+RUNS: web.AppKey[RunManager] = web.AppKey("runs")
+PLANNER: web.AppKey[RunPlanner] = web.AppKey("planner")
+UPSTREAMS: web.AppKey[Upstreams] = web.AppKey("upstreams")
+STARTED_AT: web.AppKey[float] = web.AppKey("started_at")
+KEYRING: web.AppKey[KeyRing] = web.AppKey("keyring")
+LIMITS: web.AppKey[Gate] = web.AppKey("limits")
+AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts

@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind
 from gateway.errors import ErrorCode, GatewayError, ValidationFailed
 from gateway.http import keys
 from gateway.http.access_log import CLIENT_CLOSED, LEFT, STREAM
-from gateway.http.handlers import json_response
+from gateway.http.body import json_response
 from gateway.ops.telemetry import extract_context
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,8 @@ from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.http.auth import caller_of
 from gateway.runs.run import Run
-from gateway.store.redis.runs import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, RedisStore
+from gateway.store.redis.runs import RedisStore
+from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ import orjson
 import redis.asyncio as redis
 
 from gateway.ops.metrics import Counter
-from gateway.store.redis.runs import REDIS_ERRORS
+from gateway.store.redis.wire import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,9 @@ from gateway.providers.base import Emit
 from gateway.runs.loop import MAX_PAUSES, LoopConfig, LoopDeps, RunState, run_loop
 from gateway.runs.run import RunRequest
 from gateway.store.eventlog import EventLog
-from gateway.store.redis.runs import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, RedisStore
+from gateway.store.redis.runs import RedisStore
 from gateway.store.redis.scripts import CLAIM, RENEW, TAKEOVER
+from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Copies every owned run's in-memory log to its Redis stream (see `redis_store`).
+"""Copies every owned run's in-memory log to its Redis stream (see `runs`).
 
 One flusher per process: a run's log marks its mirror dirty on each append, and every
 FLUSH_INTERVAL_S one script call carries the new frames (and checkpoints) of every dirty
@@ -19,21 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
 from gateway.store.eventlog import EventLog
-from gateway.store.redis.runs import (
-    FLUSH_INTERVAL_S,
-    FLUSH_MAX,
-    KEEPALIVE_S,
-    OP_TIMEOUT_S,
-    REDIS_ERRORS,
-    RETRY_S,
-    RUNNING_TTL_S,
-    Batch,
-)
+from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, Batch
 
 if TYPE_CHECKING:
     from gateway.store.redis.runs import RedisStore
 
 log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
+FLUSH_MAX = 1024  # frames of one run per write: a longer backlog goes in back-to-back calls
+RETRY_S = 0.5  # between flush attempts while Redis fails
+KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
+
 
 CURSOR_LAG_S = 0.5
 """How long a cursor past a running run's last seq in Redis waits for the mirror (a flush

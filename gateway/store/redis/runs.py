@@ -13,7 +13,7 @@ Keys and channels, all under `redis_key_prefix` (default `rg:`):
     ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
 
 The owner's in-memory log stays the source of truth, and readers on the owner read it. One
-flusher per process (`redis_mirror`) copies every run's new frames to the streams in one
+flusher per process (`mirror`) copies every run's new frames to the streams in one
 script call every FLUSH_INTERVAL_S, so no event waits for Redis; the terminal frame and
 `status=finished` are written atomically, after which both keys expire in
 gateway_run_ttl_s. Readers on other processes replay and follow the stream with XREAD
@@ -30,51 +30,28 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 import redis.asyncio as redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError
 
 from gateway.errors import GatewayError
 from gateway.store.eventlog import EventLog
+from gateway.store.redis.mirror import FLUSH_MAX, RETRY_S, Flusher
 from gateway.store.redis.scripts import APPEND, COUNT_READER
+from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, Batch
 from gateway.store.sessions import RedisSessions
-
-if TYPE_CHECKING:
-    from gateway.store.redis.mirror import Flusher
 
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL_S = 0.010  # how long a new frame may wait for others to share its round trip
-FLUSH_MAX = 1024  # frames of one run per write: a longer backlog goes in back-to-back calls
-OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
-RETRY_S = 0.5  # between flush attempts while Redis fails
-RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
-KEEPALIVE_S = 60.0  # a quiet run refreshes that TTL this often
-REDIS_ERRORS = (RedisError, OSError, TimeoutError)  # what a lost or slow Redis raises
 LOST_AFTER_S = 10.0  # a reader elsewhere waits this long for Redis before its error event
 
 Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry: id, fields
 ControlHandler = Callable[[str, str], None]
 """Called with (`cancel` | `idle`, run_id) for each message on this process's channel, and
 with (`lost`, run_id) when Redis refuses an owned run's write: another worker took it over."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One run's part of a flush: frames `first`, `first + 1`..., the last terminal if `end`."""
-
-    run_id: str
-    session_id: str
-    first: int
-    frames: list[bytes]
-    end: bool
-    token: int = 0
-    checkpoint: bytes = b""
-    """A durable run's checkpoint, taken at a seq this batch's frames reach."""
 
 
 class StoreUnavailable(RuntimeError):
@@ -132,8 +109,6 @@ class RedisStore:
             ) from exc
         self._on_control = on_control
         self._listener = asyncio.create_task(self._listen(on_control))
-        from gateway.store.redis.mirror import Flusher  # it needs this module's constants
-
         self._flusher = Flusher(self)
 
     async def close(self) -> None:
