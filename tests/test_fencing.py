@@ -60,14 +60,14 @@ async def test_a_stale_owner_is_refused_and_told(server: RedisServer) -> None:
     a, b = await open_store(server, a_controls), await open_store(server, [])
     claims: list[Claimed] = []
     lost: list[str] = []
-    a_leases = Durability(a, 0.6, claims.append, lost.append)
+    a_leases = Durability(a.leases(), 0.6, a.errors, claims.append, lost.append)
     request, state = a_state()
     log = EventLog("run_1")
     a.mirror("run_1", "sess_1", log)
     assert await a_leases.begin("run_1", encode(request, "stream", state, 0)) == 1
     log.append(events.warning("x", "before", 0))
     await a_leases.close()  # A stops renewing (paused, say): its lease lapses
-    b_leases = Durability(b, 0.6, claims.append, lost.append)
+    b_leases = Durability(b.leases(), 0.6, b.errors, claims.append, lost.append)
     try:
         async with asyncio.timeout(5):
             while not claims:

@@ -13,7 +13,8 @@ import orjson
 import pytest
 import redis.asyncio as redis
 
-from gateway.store.sessions import MemorySessions, Message, RedisSessions
+from gateway.store.redis.sessions import RedisSessions
+from gateway.store.sessions import MemorySessions, Message
 from tests.procs.redis import redis_server
 
 

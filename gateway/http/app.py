@@ -28,8 +28,7 @@ from gateway.runs.planner import RunPlanner
 from gateway.runs.run import Run, RunRequest
 from gateway.runs.tools import ToolsetLike
 from gateway.settings import Settings
-from gateway.store.redis.runs import RedisStore
-from gateway.store.sessions import MemorySessions, SessionStore
+from gateway.store.configured import configured_stores
 
 
 def create_app(
@@ -128,7 +127,7 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
         )
         return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
 
-    sessions, shared = _stores(settings)
+    sessions, shared = configured_stores(settings)
     return RunManager(
         RunFactory(deps, app[keys.PLANNER].config),
         sessions,
@@ -139,21 +138,6 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
         on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
         takeover_s=settings.gateway_takeover_s,
     )
-
-
-def _stores(settings: Settings) -> tuple[SessionStore, RedisStore | None]:
-    """Sessions, and the run store shared with other processes: Redis when REDIS_URL is set."""
-    if not settings.redis_url:
-        cache_bytes = settings.gateway_session_cache_bytes
-        return MemorySessions(settings.gateway_session_ttl_s, max_bytes=cache_bytes), None
-    shared = RedisStore(
-        settings.redis_url,
-        prefix=settings.redis_key_prefix,
-        run_ttl_s=settings.gateway_run_ttl_s,
-        max_events=settings.gateway_run_log_max_events,
-    )
-    sessions = shared.sessions(settings.gateway_session_ttl_s, settings.gateway_session_cache_bytes)
-    return sessions, shared
 
 
 def _tracer(app: web.Application) -> Tracer:

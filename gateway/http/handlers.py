@@ -24,10 +24,9 @@ from gateway.http.body import body_from_query, json_response, parse_run_request,
 from gateway.http.ownership import check_owner
 from gateway.http.writer import CHUNK_BYTES, SSEWriter
 from gateway.runs.run import Run
-from gateway.store.redis import mirror
 
 if TYPE_CHECKING:
-    from gateway.store.redis.runs import RedisStore
+    from gateway.store.base import SharedRuns
 
 PLAYGROUND = Path(__file__).resolve().parents[2] / "playground"
 
@@ -68,7 +67,7 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
         _check_cursor(after, run.log.last_seq)
         return await stream_log(request, run, after=after)
     if runs.shared is not None:  # maybe another process owns it
-        position = await mirror.position(runs.shared, run_id, after)
+        position = await runs.shared.position(run_id, after)
         if position is None:
             raise _not_found(run_id)
         _check_cursor(after, position[1])
@@ -171,7 +170,7 @@ async def stream_log(request: web.Request, run: Run, *, after: int) -> web.Strea
 
 
 async def stream_shared(
-    request: web.Request, shared: RedisStore, run_id: str, *, after: int, last: int
+    request: web.Request, shared: SharedRuns, run_id: str, *, after: int, last: int
 ) -> web.StreamResponse:
     """`stream_log` for a run another process owns: read from the shared store, its
     backlog up to `last` a window at a time, then followed live."""
@@ -188,7 +187,7 @@ async def stream_shared(
         await response.prepare(request)
         writer = SSEWriter(request, response, timeout_s)
         ended = False
-        windows = mirror.backlog(shared, run_id, after, last)
+        windows = shared.backlog(run_id, after, last)
         async with contextlib.aclosing(windows):
             async for data, seq, end in windows:
                 await writer.write(data)  # waits for the socket to drain
@@ -253,12 +252,12 @@ async def health(request: web.Request) -> web.Response:
     primary = health.primary
     toolset = app[keys.TOOLSET]
     shared = app[keys.RUNS].shared
-    redis_health = None if shared is None else await shared.check()
-    redis_down = redis_health is not None and redis_health["status"] == "down"
+    store_health = None if shared is None else await shared.check()
+    store_down = store_health is not None and store_health["status"] == "down"
     body = {
         "ok": not health.degraded,
         # Redis down degrades, but answers 200: runs go on in memory, so keep the worker.
-        "status": "degraded" if health.degraded or redis_down else "healthy",
+        "status": "degraded" if health.degraded or store_down else "healthy",
         "version": __version__,
         "model": settings.model,
         "model_record": _model_health(app),
@@ -274,7 +273,7 @@ async def health(request: web.Request) -> web.Response:
         "active_runs": len(app[keys.RUNS].active()),
         "max_runs_per_process": settings.gateway_max_runs_per_process,
         "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},
-        "redis": redis_health,
+        "redis": store_health,  # the one shared store there is
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
     }  # fmt: skip
     return json_response(body, 503 if health.degraded else 200)

@@ -1,4 +1,4 @@
-"""Durable runs: with Redis, a run outlives the worker that drives it.
+"""Durable runs: with a shared store (Redis), a run outlives the worker that drives it.
 
 A run is claimed when it starts: a lease (`run:{id}:lease`, SET NX PX) held by its worker
 and renewed every few seconds, and a fencing token (INCR on the record) that every write of
@@ -32,10 +32,8 @@ from gateway import events
 from gateway.providers.base import Emit
 from gateway.runs.loop import MAX_PAUSES, LoopConfig, LoopDeps, RunState, run_loop
 from gateway.runs.run import RunRequest
+from gateway.store.base import Leases
 from gateway.store.eventlog import EventLog
-from gateway.store.redis.runs import RedisStore
-from gateway.store.redis.scripts import CLAIM, RENEW, TAKEOVER
-from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S
 
 log = logging.getLogger(__name__)
 
@@ -109,24 +107,21 @@ class Durability:
 
     def __init__(
         self,
-        store: RedisStore,
+        leases: Leases,
         takeover_s: float,
+        store_errors: tuple[type[BaseException], ...],
         on_claimed: Callable[[Claimed], None],
         on_lost: Callable[[str], None],
     ) -> None:
-        self._store = store
-        self._lease_ms = max(100, int(takeover_s * 1000 / 3))
+        self._leases = leases
+        self._errors: tuple[type[BaseException], ...] = (*store_errors, TimeoutError)
+        leases.lease_ms = max(100, int(takeover_s * 1000 / 3))
         self._renew_s = takeover_s / 6
         self._look_s = takeover_s / 5
         self._grace_ms = int(takeover_s * 1000 / 10)
-        store.lease_ms = self._lease_ms
         self._on_claimed = on_claimed
         self._on_lost = on_lost
         self._owned: dict[str, int] = {}  # run id -> fencing token
-        client = store.client
-        self._claim = client.register_script(CLAIM)
-        self._renew = client.register_script(RENEW)
-        self._takeover = client.register_script(TAKEOVER)
         self._tasks = [asyncio.create_task(self._renewing()), asyncio.create_task(self._looking())]
 
     async def close(self) -> None:
@@ -139,19 +134,13 @@ class Durability:
     async def begin(self, run_id: str, checkpoint: bytes) -> int:
         """Claim a new run with its first checkpoint: its token, 0 if Redis failed (then
         the run is not durable, and goes on in memory)."""
-        store = self._store
-        keys = [store.durable_key, store.run_key(run_id), store.run_key(run_id) + ":lease"]
-        args: list[str | int | bytes] = [store.worker_id, self._lease_ms, run_id, RUNNING_TTL_S]
-        args.append(checkpoint)
         try:
-            async with asyncio.timeout(OP_TIMEOUT_S):
-                token = int(await self._claim(keys=keys, args=args))
-        except REDIS_ERRORS as exc:
+            token = await self._leases.claim(run_id, checkpoint)
+        except self._errors as exc:
             log.warning("durable runs: cannot claim %s (%s); it is not durable", run_id, exc)
             return 0
         if token:
             self._owned[run_id] = token
-            store.fence(run_id, token)
         return token
 
     async def checkpoints(
@@ -163,11 +152,11 @@ class Durability:
             run_id, encode(request, endpoint, state, log_.last_seq)
         ):
             return None
-        store = self._store
+        leases = self._leases
 
         def checkpoint() -> None:
             seq = log_.last_seq
-            store.checkpoint(run_id, seq, encode(request, endpoint, state, seq))
+            leases.checkpoint(run_id, seq, encode(request, endpoint, state, seq))
 
         return checkpoint
 
@@ -179,14 +168,11 @@ class Durability:
 
     async def _renew_all(self) -> None:
         owned = list(self._owned.items())
-        keys = [self._store.run_key(run_id) for run_id, _ in owned]
-        args: list[str | int] = [self._store.worker_id, self._lease_ms]
-        args += (token for _, token in owned)
-        answers: Any = await self._renew(keys=keys, args=args)
+        answers = await self._leases.renew(owned)
         for (run_id, _), answer in zip(owned, answers, strict=True):
-            if int(answer) != 1:
+            if answer != 1:
                 self._owned.pop(run_id, None)
-            if int(answer) == 0:
+            if answer == 0:
                 log.warning("durable runs: %s was taken over elsewhere; stopping it", run_id)
                 self._on_lost(run_id)
 
@@ -196,27 +182,23 @@ class Durability:
             await self._guarded(self._take_over)
 
     async def _take_over(self) -> None:
-        store = self._store
-        args: list[str | int] = [store.worker_id, self._lease_ms, store.prefix, MAX_CLAIMS]
-        args.append(self._grace_ms)
-        reply: Any = await self._takeover(keys=[store.durable_key], args=args)
-        for i in range(0, len(reply), 4):
-            run_id, token = reply[i].decode(), int(reply[i + 1])
+        for run_id, token, data, last_seq in await self._leases.take_over(
+            MAX_CLAIMS, self._grace_ms
+        ):
             try:
-                checkpoint = decode(reply[i + 2])
+                checkpoint = decode(data)
             except (ValueError, TypeError, KeyError) as exc:
                 log.error("durable runs: cannot resume %s: bad checkpoint (%s)", run_id, exc)
                 continue
             self._owned[run_id] = token
             log.info("durable runs: taking over %s at turn %d", run_id, checkpoint.state.turns)
-            self._on_claimed(Claimed(run_id, token, checkpoint, int(reply[i + 3])))
+            self._on_claimed(Claimed(run_id, token, checkpoint, last_seq))
 
     async def _guarded(self, operation: Callable[[], Any]) -> None:
         try:
-            async with asyncio.timeout(OP_TIMEOUT_S):
-                await operation()
-        except REDIS_ERRORS as exc:  # the flusher reports Redis; try again next time
-            log.debug("durable runs: Redis failed (%s)", exc)
+            await operation()
+        except self._errors as exc:  # the mirror reports the store; try again next time
+            log.debug("durable runs: the store failed (%s)", exc)
 
 
 def turn_ended_run(state: RunState, max_turns: int) -> bool:

@@ -31,11 +31,12 @@ from gateway.runs.durable import Checkpoint, Claimed, Durability, resumed_loop
 from gateway.runs.ending import Ending, end_run, internal_error
 from gateway.runs.loop import LoopConfig, LoopDeps, RunState, run_loop
 from gateway.runs.run import Run, RunRequest
+from gateway.store.base import SessionStore
 from gateway.store.eventlog import EventLog
-from gateway.store.sessions import SessionStore, consistent_history
+from gateway.store.sessions import consistent_history
 
 if TYPE_CHECKING:
-    from gateway.store.redis.runs import RedisStore
+    from gateway.store.base import SharedRuns
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class RunManager:
         ttl_s: float,
         max_events: int,
         on_end: Callable[[str], None] | None = None,
-        shared: RedisStore | None = None,
+        shared: SharedRuns | None = None,
         on_finish: Callable[[Run, dict[str, int]], None] | None = None,
         takeover_s: float = 10.0,
     ) -> None:
@@ -100,7 +101,9 @@ class RunManager:
         """Connect the shared store, if any (it fails fast when Redis does not answer)."""
         if self.shared is not None:
             await self.shared.open(self._on_control)
-            self.durable = Durability(self.shared, self._takeover_s, self.resume, self._lost)
+            self.durable = Durability(
+                self.shared.leases(), self._takeover_s, self.shared.errors, self.resume, self._lost
+            )
 
     async def close(self) -> None:
         """After `shutdown`: the shared store writes the last terminal events, disconnects."""

@@ -29,7 +29,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,20 +38,27 @@ import redis.asyncio as redis
 from redis.exceptions import NoScriptError
 
 from gateway.errors import GatewayError
+from gateway.store.base import ControlHandler
 from gateway.store.eventlog import EventLog
+from gateway.store.redis import mirror
+from gateway.store.redis.leases import RedisLeases
 from gateway.store.redis.mirror import FLUSH_MAX, RETRY_S, Flusher
 from gateway.store.redis.scripts import APPEND, COUNT_READER
+from gateway.store.redis.sessions import RedisSessions
 from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_ERRORS, RUNNING_TTL_S, Batch
-from gateway.store.sessions import RedisSessions
 
 log = logging.getLogger(__name__)
 
 LOST_AFTER_S = 10.0  # a reader elsewhere waits this long for Redis before its error event
 
 Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry: id, fields
-ControlHandler = Callable[[str, str], None]
-"""Called with (`cancel` | `idle`, run_id) for each message on this process's channel, and
-with (`lost`, run_id) when Redis refuses an owned run's write: another worker took it over."""
+OWNER_FIELD = "key"  # in `run:{id}`: the name of the key that started the run
+# Set the owner; give the record a TTL if it has none yet (the run's mirror may not have
+# written it yet, and a record must never outlive its run forever).
+_RECORD_OWNER = """
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('ttl', KEYS[1]) < 0 then redis.call('expire', KEYS[1], ARGV[3]) end
+"""
 
 
 class StoreUnavailable(RuntimeError):
@@ -82,6 +89,7 @@ class RedisStore:
         self.last_error: str | None = None
         """The last Redis failure this process saw, for /health."""
         self.ok = True
+        self.errors: tuple[type[BaseException], ...] = REDIS_ERRORS
 
     def run_key(self, run_id: str) -> str:
         return f"{self.prefix}run:{run_id}"
@@ -195,6 +203,37 @@ class RedisStore:
         pending = 0 if self._flusher is None else self._flusher.pending
         status = "ok" if self.ok else "down"
         return {"status": status, "last_error": self.last_error, "pending_runs": pending}
+
+    async def position(self, run_id: str, after: int) -> tuple[str, int] | None:
+        return await mirror.position(self, run_id, after)
+
+    def backlog(
+        self, run_id: str, after: int, last: int
+    ) -> AsyncGenerator[tuple[bytes, int, bool], None]:
+        return mirror.backlog(self, run_id, after, last)
+
+    def leases(self) -> RedisLeases:
+        return RedisLeases(self)
+
+    async def owner(self, run_id: str) -> str | None:
+        """The name of the key that started the run, from its record (None if none)."""
+        with _answer_errors():
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                value = await self.client.hget(self.run_key(run_id), OWNER_FIELD)
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    async def record_owner(self, run_id: str, owner: str) -> None:
+        """Write the run's owner (before its stream starts, so a re-attach on another
+        process finds it); the run goes on if Redis fails, only other processes cannot
+        open it then."""
+        try:
+            async with asyncio.timeout(OP_TIMEOUT_S):
+                key = self.run_key(run_id)
+                await self.client.eval(_RECORD_OWNER, 1, key, OWNER_FIELD, owner, RUNNING_TTL_S)
+        except REDIS_ERRORS as exc:
+            log.warning("run store: cannot record the owner of %s (%s)", run_id, exc)
 
     def sessions(self, ttl_s: float, max_bytes: int) -> RedisSessions:
         prefix = f"{self.prefix}session:"
