@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 
 from aiohttp import web
-from opentelemetry.trace import Tracer, TracerProvider
+from opentelemetry.trace import TracerProvider
 
 from gateway import __version__
 from gateway.errors import ValidationFailed
@@ -19,14 +19,12 @@ from gateway.http.handlers import routes
 from gateway.http.middleware import answer_errors, observe_requests
 from gateway.ops import fleet
 from gateway.ops.metrics import Metrics
-from gateway.ops.observe import RunObserver
 from gateway.ops.telemetry import UnrecordedTracerProvider
-from gateway.providers.configured import Upstreams, open_upstreams
-from gateway.runs.loop import LoopDeps
+from gateway.providers.configured import open_upstreams
 from gateway.runs.manager import RunFactory, RunManager
 from gateway.runs.planner import RunPlanner
-from gateway.runs.run import Run, RunRequest
 from gateway.runs.tools import ToolsetLike
+from gateway.runs.wiring import RunWiring
 from gateway.settings import Settings
 from gateway.store.configured import configured_stores
 
@@ -54,8 +52,11 @@ def create_app(
     app.on_response_prepare.append(_nosniff)
     if settings.gateway_cors_origins:
         app.on_response_prepare.append(add_cors_headers)
+    # Opened in this order and closed in reverse: the runs end before what they use.
     app.cleanup_ctx.append(_tools_ctx(toolset))
-    app.cleanup_ctx.append(_upstream_ctx)
+    app.cleanup_ctx.append(_upstreams_ctx)
+    app.cleanup_ctx.append(_planner_ctx)
+    app.cleanup_ctx.append(_runs_ctx)
     app.on_shutdown.append(_end_runs)
     if settings.gateway_gc_freeze:
         app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
@@ -87,49 +88,36 @@ def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
     return tools_ctx
 
 
-async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The upstreams (the real API, a configured server, OpenAI-compatible, the demo
-    model), the run planner on the primary's model records, and the run manager."""
-    settings = app[keys.SETTINGS]
-    async with open_upstreams(settings) as upstreams:
+async def _upstreams_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The upstreams: the real API, a configured server, OpenAI-compatible, the demo."""
+    async with open_upstreams(app[keys.SETTINGS]) as upstreams:
         app[keys.UPSTREAMS] = upstreams
-        app[keys.PLANNER] = RunPlanner(settings, upstreams.catalog)
-        app[keys.RUNS] = _run_manager(app, upstreams)
-        try:
-            await app[keys.RUNS].open()
-            with contextlib.suppress(ValidationFailed):  # logged; each run gets the 400
-                await app[keys.PLANNER].record()
-            yield
-        finally:
-            await app[keys.RUNS].shutdown()
-            await app[keys.RUNS].close()
+        yield
 
 
-def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
+async def _planner_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The run planner, on the primary upstream's model records (read once now)."""
+    app[keys.PLANNER] = RunPlanner(app[keys.SETTINGS], app[keys.UPSTREAMS].catalog)
+    with contextlib.suppress(ValidationFailed):  # logged; each run gets the 400
+        await app[keys.PLANNER].record()
+    yield
+
+
+async def _runs_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The stores and the run manager; at the end every run is ended, then the stores
+    write what they still hold and close."""
     settings = app[keys.SETTINGS]
-
-    def deps(run: Run, request: RunRequest, endpoint: str, parent: object) -> LoopDeps:
-        toolset = app[keys.TOOLSET]
-        observer = RunObserver(
-            tracer=_tracer(app),
-            metrics=app[keys.METRICS],
-            run_id=run.id,
-            session_id=run.session_id,
-            endpoint=endpoint,
-            model=settings.model,
-            tool_names=frozenset(toolset.registry.names()),
-            parent=parent,  # type: ignore[arg-type]
-            trace_content=settings.gateway_trace_content,
-            upstream=upstreams.providers[0].name,
-            on_upstream_result=upstreams.health.record,
-            caller=request.caller,
-            audit=admission.run_audit(app, run),
-        )
-        return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
-
+    wiring = RunWiring(
+        settings,
+        app[keys.TRACER],
+        app[keys.METRICS],
+        app[keys.TOOLSET],
+        app[keys.UPSTREAMS],
+        app.get(keys.AUDIT),
+    )
     sessions, shared = configured_stores(settings)
-    return RunManager(
-        RunFactory(deps, app[keys.PLANNER].config),
+    app[keys.RUNS] = runs = RunManager(
+        RunFactory(wiring, app[keys.PLANNER].config),
         sessions,
         grace_s=settings.gateway_resume_grace_s,
         ttl_s=settings.gateway_run_ttl_s,
@@ -138,10 +126,12 @@ def _run_manager(app: web.Application, upstreams: Upstreams) -> RunManager:
         on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
         takeover_s=settings.gateway_takeover_s,
     )
-
-
-def _tracer(app: web.Application) -> Tracer:
-    return app[keys.TRACER]
+    try:
+        await runs.open()
+        yield
+    finally:
+        await runs.shutdown()
+        await runs.close()
 
 
 async def _freeze_startup_heap(app: web.Application) -> None:

@@ -1,0 +1,54 @@
+"""Each run's loop dependencies: the upstreams in fallback order, the tools, and an
+observer that writes the run's spans, metrics and audit lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry.context import Context
+from opentelemetry.trace import Tracer
+
+from gateway.ops.audit import AuditLog, RunAudit
+from gateway.ops.metrics import Metrics
+from gateway.ops.observe import RunObserver
+from gateway.providers.configured import Upstreams
+from gateway.runs.loop import LoopDeps
+from gateway.runs.run import Run, RunRequest
+from gateway.runs.tools import ToolsetLike
+from gateway.settings import Settings
+
+
+@dataclass(frozen=True)
+class RunWiring:
+    """What every run of this process shares; calling it gives one run's `LoopDeps`."""
+
+    settings: Settings
+    tracer: Tracer
+    metrics: Metrics
+    toolset: ToolsetLike
+    upstreams: Upstreams
+    audit: AuditLog | None
+    """The audit log, when it is on."""
+
+    def __call__(
+        self, run: Run, request: RunRequest, endpoint: str, parent: Context | None
+    ) -> LoopDeps:
+        settings, toolset, upstreams = self.settings, self.toolset, self.upstreams
+        observer = RunObserver(
+            tracer=self.tracer,
+            metrics=self.metrics,
+            run_id=run.id,
+            session_id=run.session_id,
+            endpoint=endpoint,
+            model=settings.model,
+            tool_names=frozenset(toolset.registry.names()),
+            parent=parent,
+            trace_content=settings.gateway_trace_content,
+            upstream=upstreams.providers[0].name,
+            on_upstream_result=upstreams.health.record,
+            caller=request.caller,
+            audit=None
+            if self.audit is None
+            else RunAudit(self.audit, run.owner, run.id, run.session_id),
+        )
+        return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
