@@ -12,12 +12,11 @@ from opentelemetry.trace import TracerProvider
 
 from gateway import __version__
 from gateway.errors import ValidationFailed
-from gateway.http import admission, keys, openapi
+from gateway.http import admission, fleet, keys, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
 from gateway.http.handlers import routes
 from gateway.http.middleware import answer_errors, observe_requests
-from gateway.ops import fleet
 from gateway.ops.metrics import Metrics
 from gateway.ops.telemetry import UnrecordedTracerProvider
 from gateway.providers.configured import open_upstreams

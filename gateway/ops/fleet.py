@@ -28,16 +28,13 @@ import json
 import logging
 import os
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from gateway.http import keys
 from gateway.ops.metrics import Metrics, Snapshot
 
 log = logging.getLogger(__name__)
@@ -88,47 +85,8 @@ def publish(metrics: Metrics, member: Member) -> bytes:
     return body
 
 
-def install(app: web.Application, routes: Iterable[web.AbstractRouteDef]) -> list[Any]:
-    """Serve this worker's snapshot on its socket while the app runs, and answer /metrics
-    for every worker: `routes` with their own /metrics left out."""
-    app.on_startup.append(_start)  # after every cleanup context started: the worker serves
-    app.on_cleanup.append(_stop)  # after every cleanup context closed: the last counts
-    kept = [r for r in routes if not (isinstance(r, web.RouteDef) and r.path == "/metrics")]
-    return [*kept, web.get("/metrics", metrics)]
-
-
-_SERVER = web.AppKey("fleet_server", asyncio.AbstractServer)
-
-
-def _member(app: web.Application) -> Member:
-    return Member(Path(app[keys.SETTINGS].gateway_fleet_member or ""))
-
-
-async def _start(app: web.Application) -> None:
-    member, instruments = _member(app), app[keys.METRICS]
-
-    async def answer(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            writer.write(publish(instruments, member))
-            await writer.drain()
-        writer.close()
-
-    with contextlib.suppress(FileNotFoundError):
-        member.socket.unlink()
-    app[_SERVER] = await asyncio.start_unix_server(answer, path=str(member.socket))
-    publish(instruments, member)
-
-
-async def _stop(app: web.Application) -> None:
-    member = _member(app)
-    app[_SERVER].close()
-    member.socket.unlink(missing_ok=True)
-    publish(app[keys.METRICS], member)
-
-
-async def metrics(request: web.Request) -> web.Response:
-    """Every worker's metrics added up (see the module's docstring)."""
-    own, instruments = _member(request.app), request.app[keys.METRICS]
+async def exposition(own: Member, instruments: Metrics) -> bytes:
+    """Every worker's metrics added up (see the module's docstring), as text for a scrape."""
     mine = json.loads(publish(instruments, own))
     others = [m for m in members(own.path.parent) if m != own]
     answers = await asyncio.gather(*(_ask(m) for m in others))
@@ -143,9 +101,30 @@ async def metrics(request: web.Request) -> web.Response:
             late += answer == "late"
     merged = Metrics.merged(alive, gone)
     merged.registry.register(_Workers(len(alive) - late, late, len(gone)))
-    response = web.Response(body=generate_latest(merged.registry))
-    response.headers["Content-Type"] = CONTENT_TYPE_LATEST
-    return response
+    return generate_latest(merged.registry)
+
+
+async def serve_snapshots(member: Member, instruments: Metrics) -> asyncio.AbstractServer:
+    """Answer every connection on the member's socket with this worker's snapshot."""
+
+    async def answer(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            writer.write(publish(instruments, member))
+            await writer.drain()
+        writer.close()
+
+    with contextlib.suppress(FileNotFoundError):
+        member.socket.unlink()
+    server = await asyncio.start_unix_server(answer, path=str(member.socket))
+    publish(instruments, member)
+    return server
+
+
+def stop_serving(server: asyncio.AbstractServer, member: Member, instruments: Metrics) -> None:
+    """Close the socket and leave the last snapshot: what this worker counted still counts."""
+    server.close()
+    member.socket.unlink(missing_ok=True)
+    publish(instruments, member)
 
 
 async def _ask(member: Member) -> Snapshot | str:
