@@ -160,9 +160,13 @@ class Gauge(Instrument[Value]):
     multiprocess modes `livesum` and `livemax`): only workers still alive count."""
 
     def __init__(
-        self, name: str, doc: str, labels: Sequence[str] = (), *,
+        self,
+        name: str,
+        doc: str,
+        labels: Sequence[str] = (),
+        *,
         merge: Literal["sum", "max"] = "sum",
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.merge = merge
         super().__init__(name, doc, labels)
 
@@ -217,9 +221,10 @@ class Histogram(Instrument[Spread]):
                 buckets.append((edge, float(total)))
             family.add_metric(values, buckets, series.sum)
             family.add_sample(
-                self.name + "_created", dict(zip(self.labelnames, values, strict=True)),
+                self.name + "_created",
+                dict(zip(self.labelnames, values, strict=True)),
                 series.created,
-            )  # fmt: skip
+            )
         return family
 
     def state(self) -> list[list[Any]]:
@@ -241,96 +246,117 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         # Node parity.
         self.request_duration_ms = Histogram(
-            "claude_request_duration_ms", "HTTP request duration (ms), by route template.",
-            ["method", "route", "status"], buckets=MS_BUCKETS,
-        )  # fmt: skip
+            "claude_request_duration_ms",
+            "HTTP request duration (ms), by route template.",
+            ["method", "route", "status"],
+            buckets=MS_BUCKETS,
+        )
         self.stream_duration_ms = Histogram(
-            "claude_stream_duration_ms", "Duration of a run from start to terminal event (ms).",
-            ["model"], buckets=MS_BUCKETS,
-        )  # fmt: skip
+            "claude_stream_duration_ms",
+            "Duration of a run from start to terminal event (ms).",
+            ["model"],
+            buckets=MS_BUCKETS,
+        )
         self.tool_duration_ms = Histogram(
-            "claude_tool_duration_ms", "Tool call duration (ms).",
-            ["tool"], buckets=MS_BUCKETS,
-        )  # fmt: skip
+            "claude_tool_duration_ms",
+            "Tool call duration (ms).",
+            ["tool"],
+            buckets=MS_BUCKETS,
+        )
         self.tool_invocations = Counter(
-            "claude_tool_invocations_total", "Tool calls, by tool and success/error.",
+            "claude_tool_invocations_total",
+            "Tool calls, by tool and success/error.",
             ["tool", "status"],
-        )  # fmt: skip
+        )
         self.errors = Counter(
-            "claude_errors_total", "Errors answered to clients, by code and route template.",
+            "claude_errors_total",
+            "Errors answered to clients, by code and route template.",
             ["code", "path"],
-        )  # fmt: skip
+        )
         # Tokens by the model that answered and the upstream it answered on.
         self.tokens_input = Counter(
             "claude_tokens_input_total", "Input tokens billed.", ["model", "upstream"]
         )
         self.tokens_output = Counter(
             "claude_tokens_output_total", "Output tokens billed.", ["model", "upstream"]
-        )  # fmt: skip
+        )
         self.cache_read_tokens = Counter(
-            "claude_cache_read_tokens_total", "Input tokens read from the prompt cache.",
+            "claude_cache_read_tokens_total",
+            "Input tokens read from the prompt cache.",
             ["model", "upstream"],
-        )  # fmt: skip
+        )
         self.cache_creation_tokens = Counter(
-            "claude_cache_creation_tokens_total", "Input tokens written to the prompt cache.",
+            "claude_cache_creation_tokens_total",
+            "Input tokens written to the prompt cache.",
             ["model", "upstream"],
-        )  # fmt: skip
+        )
         # The loop.
         self.stream_turns = Histogram(
             "sdk_stream_turns", "Model calls per run.", buckets=TURN_BUCKETS
         )
         self.run_duration_s = Histogram(
-            "sdk_stream_duration_seconds", "Run duration (s), by endpoint.",
-            ["endpoint"], buckets=RUN_SECONDS_BUCKETS,
-        )  # fmt: skip
+            "sdk_stream_duration_seconds",
+            "Run duration (s), by endpoint.",
+            ["endpoint"],
+            buckets=RUN_SECONDS_BUCKETS,
+        )
         self.loop_tool_invocations = Counter(
             "sdk_tool_invocations_total",
             "Tool calls by outcome: success, error, timeout, invalid_input, unknown_tool, not_run.",
             ["tool", "outcome"],
-        )  # fmt: skip
+        )
         self.tool_duration_s = Histogram(
-            "sdk_tool_duration_seconds", "Tool call duration (s).",
-            ["tool"], buckets=TOOL_SECONDS_BUCKETS,
-        )  # fmt: skip
+            "sdk_tool_duration_seconds",
+            "Tool call duration (s).",
+            ["tool"],
+            buckets=TOOL_SECONDS_BUCKETS,
+        )
         self.max_turns_reached = Counter(
             "sdk_max_turns_reached_total", "Runs that hit max_turns and were wrapped up."
-        )  # fmt: skip
+        )
         self.runs = Counter(
-            "sdk_runs_total", "Finished runs by endpoint and outcome (an error code if failed).",
+            "sdk_runs_total",
+            "Finished runs by endpoint and outcome (an error code if failed).",
             ["endpoint", "outcome"],
-        )  # fmt: skip
+        )
         self.active_streams = Gauge("sdk_active_streams", "Runs in progress.", ["endpoint"])
         self.time_to_first_event_s = Histogram(
             "sdk_time_to_first_event_seconds",
             "From run start to the first event produced by the model (s).",
-            ["endpoint"], buckets=FIRST_EVENT_BUCKETS,
-        )  # fmt: skip
+            ["endpoint"],
+            buckets=FIRST_EVENT_BUCKETS,
+        )
         self.upstream_retries = Counter(
-            "sdk_upstream_retries_total", "Upstream calls retried, by reason.",
+            "sdk_upstream_retries_total",
+            "Upstream calls retried, by reason.",
             ["reason", "upstream"],
-        )  # fmt: skip
+        )
         self.upstream_errors = Counter(
-            "sdk_upstream_errors_total", "Runs ended by an upstream failure, by code.",
+            "sdk_upstream_errors_total",
+            "Runs ended by an upstream failure, by code.",
             ["code", "upstream"],
-        )  # fmt: skip
+        )
         self.upstream_fallbacks = Counter(
             "sdk_upstream_fallbacks_total",
             "Model calls handed to the next upstream after this one failed.",
             ["upstream", "code"],
-        )  # fmt: skip
+        )
         self.runs_started = Counter(
             "sdk_runs_started_total", "Runs started, by endpoint.", ["endpoint"]
         )
         self.build_info = Gauge(
-            "gateway_build_info", "Always 1; labels say what is running.",
-            ["version", "model", "upstream"], merge="max",
-        )  # fmt: skip
+            "gateway_build_info",
+            "Always 1; labels say what is running.",
+            ["version", "model", "upstream"],
+            merge="max",
+        )
         self.sse_readers = Gauge("sdk_sse_readers", "Open SSE connections reading a run.")
         # Who may do what: label values are key names from the configuration.
         self.rate_limited = Counter(
-            "gateway_rate_limited_total", "Run starts refused with 429, by key name and limit.",
+            "gateway_rate_limited_total",
+            "Run starts refused with 429, by key name and limit.",
             ["key", "limit"],
-        )  # fmt: skip
+        )
         self.audit_dropped = Counter(
             "gateway_audit_dropped_total", "Audit lines dropped: the audit queue was full."
         )
