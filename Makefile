@@ -3,22 +3,36 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # Two stamps: `make run` installs what the service runs on; the checks add the dev tools.
+# Both install exact versions, hashes checked, from the lock files `make lock` writes from
+# pyproject.toml; the project itself goes on top, editable, adding nothing.
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed-dev
+LOCK := requirements.lock
+DEV_LOCK := requirements-dev.lock
+COMPILE := $(PY) -m piptools compile -q --generate-hashes --no-emit-index-url \
+	--no-emit-find-links --strip-extras --allow-unsafe
 
-.PHONY: install install-runtime fmt lint typecheck test check run bench bench-quick snapshot clean mutation
+.PHONY: install install-runtime fmt lint typecheck test check run bench bench-quick snapshot clean mutation lock
 
 $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(RUNTIME): pyproject.toml | $(VENV)/bin/pip
-	$(PY) -m pip install -q -e .
+$(RUNTIME): pyproject.toml $(LOCK) | $(VENV)/bin/pip
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps -e .
 	touch $(RUNTIME)
 
-$(STAMP): pyproject.toml | $(VENV)/bin/pip
-	$(PY) -m pip install -q -e '.[dev]'
+$(STAMP): pyproject.toml $(DEV_LOCK) | $(VENV)/bin/pip
+	$(PY) -m pip install -q --require-hashes -r $(DEV_LOCK)
+	$(PY) -m pip install -q --no-deps -e .
 	touch $(RUNTIME) $(STAMP)
+
+# Refresh both lock files from pyproject.toml (newest versions its ranges allow).
+lock: | $(VENV)/bin/pip
+	$(PY) -m pip install -q pip-tools
+	$(COMPILE) -o $(LOCK) pyproject.toml
+	$(COMPILE) --extra dev -o $(DEV_LOCK) pyproject.toml
 
 install-runtime: $(RUNTIME)
 
