@@ -41,11 +41,22 @@ OUTCOME_BY_STOP_REASON: dict[str, Outcome] = {
     "refusal": "refusal",
     "model_context_window_exceeded": "context_exceeded",
 }
+Subtype = Literal["success", "error_max_turns", "error_during_execution"]
+"""Node's `final.subtype`: how the Agent SDK named the end of a run."""
+SUBTYPE_BY_OUTCOME: dict[str, Subtype] = {
+    # The model answered (a refusal and a cut-off answer are answers, as in Node)...
+    "completed": "success",
+    "max_tokens": "success",
+    "refusal": "success",
+    # ... or was stopped for its turns; anything else broke the run off.
+    "max_turns": "error_max_turns",
+    "doom_loop": "error_max_turns",
+}
 ToolPhase = Literal[
     "tool_start", "tool_input_delta", "tool_use", "tool_executing", "tool_result", "tool_error"
 ]
 EventType = Literal[
-    "system_info", "turn_start", "thinking_start", "thinking", "thinking_signature",
+    "system_info", "system_init", "turn_start", "thinking_start", "thinking", "thinking_signature",
     "thinking_complete", "delta", "citation", "tool_call", "turn_complete", "warning",
     "final", "error",
 ]  # fmt: skip
@@ -68,6 +79,15 @@ class SystemInfo(_Stamped):
     upstream: str
     protocol: int
     trace_id: str | None
+
+
+class SystemInit(_Stamped):
+    """Node's own first event, which its clients read the session id from."""
+
+    type: Literal["system_init"]
+    session_id: str
+    tools: int
+    model: str
 
 
 class TurnStart(_Stamped):
@@ -130,6 +150,8 @@ class TurnComplete(_Stamped):
     stop_reason: str | None
     usage: dict[str, int]
     upstream: str
+    cost_usd: float | None
+    """This call's price in dollars; None when its model has no price."""
 
 
 class Warning(_Stamped):
@@ -160,6 +182,11 @@ class Final(_Stamped):
     usage: dict[str, int]
     result: str
     trace_id: str | None
+    subtype: Subtype
+    is_error: bool
+    num_turns: int
+    total_cost_usd: float | None
+    """The run's price in dollars; None when a model call of it has no price."""
     structured: NotRequired[Any]
 
 
@@ -169,7 +196,7 @@ class Error(_Stamped):
 
 
 Event = (
-    SystemInfo | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
+    SystemInfo | SystemInit | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
     | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | Final | Error
 )  # fmt: skip
 
@@ -197,6 +224,11 @@ def system_info(
         "protocol": PROTOCOL_VERSION,
         "trace_id": trace_id,
     }
+
+
+def system_init(*, session_id: str, tools: int, model: str) -> SystemInit:
+    """Right after `system_info`, as the Node server sent it."""
+    return {"type": "system_init", "session_id": session_id, "tools": tools, "model": model}
 
 
 def turn_start(turn: int, max_turns: int) -> TurnStart:
@@ -238,9 +270,11 @@ def tool_call(phase: ToolPhase, tool: dict[str, Any], turn: int, **fields: Any) 
 
 
 def turn_complete(
-    turn: int, tool_count: int, stop_reason: str | None, usage: dict[str, int], upstream: str
-) -> TurnComplete:
-    """After each model call and its tools; `usage` is this call's, `upstream` who answered."""
+    turn: int, tool_count: int, stop_reason: str | None, usage: dict[str, int], upstream: str,
+    cost_usd: float | None = None,
+) -> TurnComplete:  # fmt: skip
+    """After each model call and its tools; `usage` is this call's, `upstream` who answered,
+    `cost_usd` what it cost."""
     return {
         "type": "turn_complete",
         "turn": turn,
@@ -248,6 +282,7 @@ def turn_complete(
         "stop_reason": stop_reason,
         "usage": usage,
         "upstream": upstream,
+        "cost_usd": cost_usd,
     }
 
 
@@ -270,11 +305,14 @@ def final(
     usage: dict[str, int],
     result: str,
     trace_id: str | None,
+    total_cost_usd: float | None = None,
     structured: Any = None,
 ) -> Final:
-    """Last event of a run that did not fail. `result` is the run's text blocks, each
-    turn's text joined with a blank line: the answer as a reader of the stream saw it; with
-    an `output_format`, it is the final answer's JSON text and `structured` its value."""
+    """Last event of a run that did not fail. `result` is the concatenation of the run's
+    `delta` texts, byte for byte (the loop streams a blank line between turns' texts);
+    with an `output_format`, `structured` is the final answer's value. `subtype`,
+    `is_error` and `num_turns` are Node's names for the outcome and the turns."""
+    subtype = SUBTYPE_BY_OUTCOME.get(outcome, "error_during_execution")
     event: Final = {
         "type": "final",
         "completed": now_iso(),
@@ -289,6 +327,10 @@ def final(
         "usage": usage,
         "result": result,
         "trace_id": trace_id,
+        "subtype": subtype,
+        "is_error": subtype != "success",
+        "num_turns": turns,
+        "total_cost_usd": None if total_cost_usd is None else round(total_cost_usd, 8),
     }
     if structured is not None:
         event["structured"] = structured

@@ -19,6 +19,7 @@ class _Fold:
         self.text: list[str] = []
         self.thinking: list[dict[str, Any]] = []
         self.calls: dict[str, dict[str, Any]] = {}
+        self.costs: list[float | None] = []
         self.result: Folded = {
             "text": "", "thinkingBlocks": self.thinking, "signatures": [], "citations": [],
         }  # fmt: skip
@@ -41,11 +42,13 @@ class _Fold:
                 self.result["citations"].append(event["citation"])
             case "system_info":
                 self.result.update(model=event["model"], session_id=event["session_id"])
+            case "turn_complete":
+                self.costs.append(event.get("cost_usd"))
             case "final" | "error":
                 self.result.update(_fold_terminal(event))
             case (
                 "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
-                | "turn_complete" | "warning"
+                | "warning" | "system_init"
             ):  # fmt: skip
                 pass  # the stream's progress; the answer has it in its totals
             case _:
@@ -61,6 +64,9 @@ def fold(stream: list[dict[str, Any]]) -> Folded:
     result["toolCalls"] = list(state.calls.values())
     if "outcome" not in result:  # no final event: the text as it streamed
         result["text"] = "".join(state.text)
+    if "total_cost_usd" not in result:  # no final event: the turns that completed
+        priced = None not in state.costs
+        result["total_cost_usd"] = sum(c or 0.0 for c in state.costs) if priced else None
     return result
 
 
@@ -95,6 +101,10 @@ def _fold_terminal(event: dict[str, Any]) -> Folded:
         duration_ms=event["duration_ms"],
         tool_call_count=event["tool_calls"],
         trace_id=event.get("trace_id"),
+        total_cost_usd=event.get("total_cost_usd"),
+        subtype=event.get("subtype"),
+        is_error=event.get("is_error"),
+        num_turns=event.get("num_turns"),
     )
     if "structured" in event:
         folded["structured"] = event["structured"]

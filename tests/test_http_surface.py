@@ -72,7 +72,7 @@ async def test_get_stream_validates_query_params(gateway: Client, fake: FakeAnth
     fake.add(Reply([Text("via GET")]))
     response = await gateway.get("/api/stream?query=hello&max_turns=2&tools=echo")
     events = await read_events(response)
-    assert events[1]["max_turns"] == 2 and events[-1]["result"] == "via GET"
+    assert events[2]["max_turns"] == 2 and events[-1]["result"] == "via GET"
     assert [t["name"] for t in fake.requests[0]["tools"]] == ["echo"]
 
 

@@ -21,7 +21,7 @@ def tool_events(events: list[dict[str, Any]], phase: str) -> list[dict[str, Any]
 async def test_text_only(gateway: Client, fake: FakeAnthropic) -> None:
     fake.add(Reply([Text("Hello there, researcher.")]))
     events = await stream(gateway, query="hi")
-    assert types(events)[:2] == ["system_info", "turn_start"]
+    assert types(events)[:3] == ["system_info", "system_init", "turn_start"]
     assert types(events)[-2:] == ["turn_complete", "final"]
     assert "".join(e["text"] for e in events if e["type"] == "delta") == "Hello there, researcher."
     final = events[-1]
@@ -117,7 +117,7 @@ async def test_thinking_signatures_go_back_intact(make_gateway: Any, fake: FakeA
         Reply([Text("thought and done")]),
     )
     events = await stream(client, query="think")
-    assert types(events)[2:6] == [
+    assert types(events)[3:7] == [
         "thinking_start", "thinking", "thinking_signature", "thinking_complete"
     ]  # fmt: skip
     assert [e["signature"] for e in events if e["type"] == "thinking_signature"] == [signature]

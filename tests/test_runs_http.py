@@ -178,4 +178,6 @@ async def test_cancel_mid_text_keeps_the_partial_answer(
     streamed = [e["text"] for e in seen[second_turn:] if e["type"] == "delta"]
     final = seen[-1]
     assert final["outcome"] == "cancelled" and streamed
-    assert final["result"] == "Already said. \n\n" + "".join(streamed)
+    assert streamed[0] == "\n\n"  # the gap between the turns' texts, streamed too
+    assert final["result"] == "Already said. " + "".join(streamed)
+    assert final["result"] == "".join(e["text"] for e in seen if e["type"] == "delta")

@@ -74,7 +74,7 @@ async def test_headers_go_with_the_opening_events_and_the_end_with_the_final(
     client, recorded = await _gateway(fake_server, registry, aiohttp_client)
     response = await client.post("/api/stream", json={"query": "x"})
     events = [event async for event in iter_events(response)]
-    assert [e["type"] for e in events][:2] == ["system_info", "turn_start"]
+    assert [e["type"] for e in events][:3] == ["system_info", "system_init", "turn_start"]
     assert events[-1]["type"] == "final"
     writes = recorded[0]
     first, last = writes[0], writes[-1]

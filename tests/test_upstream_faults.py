@@ -56,7 +56,7 @@ async def test_total_retry_wait_is_bounded(make_gateway: Any, fake: FakeAnthropi
 async def test_auth_error_is_not_retried(gateway: Client, fake: FakeAnthropic) -> None:
     fake.add(Reply(status=401, error_type="authentication_error"))
     events = await stream(gateway, query="x")
-    assert types(events) == ["system_info", "turn_start", "error"]
+    assert types(events) == ["system_info", "system_init", "turn_start", "error"]
     assert events[-1]["error"]["code"] == "AUTHENTICATION_ERROR" and len(fake.requests) == 1
 
 

@@ -290,6 +290,11 @@ class Metrics:
             "Input tokens written to the prompt cache.",
             ["model", "upstream"],
         )
+        self.cost_usd = Counter(
+            "claude_cost_usd_total",
+            "Dollars the model calls cost, by model and key (calls of unpriced models add none).",
+            ["model", "key"],
+        )
         # The loop.
         self.stream_turns = Histogram(
             "sdk_stream_turns", "Model calls per run.", buckets=TURN_BUCKETS

@@ -134,6 +134,7 @@ class RunObserver:
         self.started = time.monotonic()
         self._first_event_seen = False
         self.audit = audit
+        self.caller = caller
         self.span = tracer.start_span(
             "invoke_agent research-gateway",
             context=parent,
@@ -253,6 +254,11 @@ class RunObserver:
         m.cache_read_tokens.labels(model, upstream).inc(usage.get("cache_read_input_tokens", 0))
         created = usage.get("cache_creation_input_tokens", 0)
         m.cache_creation_tokens.labels(model, upstream).inc(created)
+
+    def count_cost(self, model: str, cost: float | None) -> None:
+        """One model call's price (None: its model has no price, and nothing is added)."""
+        if cost is not None:
+            self.metrics.cost_usd.labels(model, self.caller).inc(cost)
 
     def upstream_result(self, upstream: str, code: str | None) -> None:
         """A model call answered on `upstream` (None) or failed there after its retries."""

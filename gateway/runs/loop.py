@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway import events
+from gateway import events, pricing
 from gateway.events import Event, Outcome
 from gateway.ops.observe import RunObserver
 from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
@@ -21,6 +21,9 @@ from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
 PREVIEW_CHARS = 2_000
+TURN_GAP = "\n\n"
+"""Streamed, as a `delta` of its own, between the texts of two turns: a client that joins
+the deltas has `final.result` byte for byte."""
 DOOM_LOOP_REPEATS = 3
 MAX_PAUSES = 5  # `pause_turn` continuations allowed beyond the model calls of the tool rounds
 
@@ -45,6 +48,7 @@ class LoopDeps:
     registry: ToolRegistry
     observer: RunObserver
     services: dict[str, Any] = field(default_factory=dict)
+    prices: pricing.PriceTable = field(default_factory=pricing.shipped)
 
 
 @dataclass
@@ -60,6 +64,7 @@ class RunState:
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=events.empty_usage)
     texts: list[str] = field(default_factory=list)
+    """Each turn's text, its blocks joined as they streamed (empty for a turn without)."""
     last_texts: list[str] = field(default_factory=list)
     context_tokens: int = 0
     stop_reason: str | None = None
@@ -72,18 +77,26 @@ class RunState:
     """Restored from a checkpoint on another worker: the run's `system_info` was sent."""
     current: Turn | None = None
     dropped_warned: set[str] = field(default_factory=set)
+    cost_usd: float | None = 0.0
+    """The run's price so far; None once a model call of it had no price."""
+    owes_gap: bool = False
+    """An earlier turn streamed text and this one has not yet: its first text needs
+    `TURN_GAP` before it."""
 
     def answer(self) -> str:
-        """The run's text as a reader of the stream saw it, even if cut off mid-turn."""
-        texts = self.texts if self.current is None else [*self.texts, *self.current.partial_texts()]
-        return "\n\n".join(texts)
+        """The run's text exactly as a reader of the stream joined it (its `delta`s), even
+        if cut off mid-turn."""
+        texts = self.texts
+        if self.current is not None:
+            texts = [*texts, "".join(self.current.partial_texts())]
+        return TURN_GAP.join(text for text in texts if text)
 
     def add_turn(self, turn: Turn) -> None:
         self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
         self.stop_reason = turn.stop_reason
         self.response_model = turn.model or self.response_model
-        self.texts.extend(turn.texts)
+        self.texts.append("".join(turn.texts))
         self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = sum(turn.usage.values())
@@ -96,16 +109,19 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     always alone); sets `state.outcome`."""
     plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
+    offered = len(offered_tools(tools, plan.server_tools))  # a server tool takes a name once
     info = events.system_info(
         model=plan.model,
         session_id=state.session_id,
-        tools=len(offered_tools(tools, plan.server_tools)),
+        tools=offered,
         upstream=deps.upstreams[0].name,
         trace_id=deps.observer.trace_id,
     )
+    init = events.system_init(session_id=state.session_id, tools=offered, model=plan.model)
     # A resumed run's readers had these from the first worker. Copies: the log stamps each
     # event it takes. They go with the first `turn_start`: one write to the client, not two.
-    opening = [] if state.resumed else [info, *(notice.copy() for notice in plan.notices)]
+    opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
+    emit = _gapped(state, emit)
     while True:
         if _context_full(plan, state):
             if opening:
@@ -113,6 +129,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             state.outcome = "context_exceeded"
             return
         state.turns += 1
+        state.owes_gap = any(state.texts)
         emit([*opening, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
@@ -121,8 +138,10 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             await call_model(deps.upstreams, call, state.turns, config.retry, hooks, emit)
             turn = span.finish()
         state.add_turn(turn)
+        cost = _priced(deps, turn.model or plan.model, turn.usage, plan.model)
+        state.cost_usd = pricing.add_cost(state.cost_usd, cost)
         complete = events.turn_complete(
-            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage, span.upstream
+            state.turns, len(turn.tool_uses), turn.stop_reason, turn.usage, span.upstream, cost
         )
         if turn.stop_reason == "tool_use" and turn.tool_uses and state.wrap_up is None:
             await _tool_round(config, deps, state, turn, emit)
@@ -135,6 +154,31 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             turn.stop_reason or "", "completed"
         )
         return
+
+
+def _gapped(state: RunState, emit: Emit) -> Emit:
+    """`emit`, with `TURN_GAP` streamed before the first text of a turn that follows a
+    turn with text (what `RunState.answer` joins them with)."""
+
+    def relay(batch: list[Event]) -> None:
+        if state.owes_gap:
+            for index, event in enumerate(batch):
+                if event["type"] == "delta" and event["text"]:
+                    state.owes_gap = False
+                    batch = [*batch[:index], events.delta(TURN_GAP), *batch[index:]]
+                    break
+        emit(batch)
+
+    return relay
+
+
+def _priced(deps: LoopDeps, model: str, usage: dict[str, int], asked: str) -> float | None:
+    """One call's price (the answering model's, else the one asked for), counted."""
+    cost = deps.prices.cost(model, usage)
+    if cost is None and model != asked:
+        model, cost = asked, deps.prices.cost(asked, usage)
+    deps.observer.count_cost(model, cost)
+    return cost
 
 
 def model_call(

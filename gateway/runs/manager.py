@@ -325,9 +325,11 @@ def _final(
     run: Run, config: LoopConfig, state: RunState, outcome: str, duration_ms: float,
     trace_id: str | None,
 ) -> Event:  # fmt: skip
+    # `result` is what the deltas joined to, structured output or not; the value is the
+    # last turn's JSON.
     result, structured = state.answer(), None
     if config.plan.structured and state.outcome is not None:
-        result, structured = structured_answer(state.last_texts)
+        structured = structured_answer(state.last_texts)[1]
     return events.final(
         model=state.response_model or config.plan.model,
         run_id=run.id,
@@ -340,6 +342,7 @@ def _final(
         usage=dict(state.usage),
         result=result,
         trace_id=trace_id,
+        total_cost_usd=state.cost_usd,
         structured=structured,
     )
 
