@@ -42,17 +42,22 @@ class _Fold:
                 self.result["citations"].append(event["citation"])
             case "system_info":
                 self.result.update(model=event["model"], session_id=event["session_id"])
-            case "turn_complete":
-                self.costs.append(event.get("cost_usd"))
             case "final" | "error":
                 self.result.update(_fold_terminal(event))
             case (
                 "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
-                | "warning" | "system_init"
+                | "turn_complete" | "warning" | "system_init"
             ):  # fmt: skip
-                pass  # the stream's progress; the answer has it in its totals
+                self._progress(event)
             case _:
                 assert_never(kind)
+
+
+    def _progress(self, event: dict[str, Any]) -> None:
+        """The stream's progress: the answer has it in its totals, but a failed run's cost
+        is its completed turns'."""
+        if event["type"] == "turn_complete":
+            self.costs.append(event.get("cost_usd"))
 
 
 def fold(stream: list[dict[str, Any]]) -> Folded:

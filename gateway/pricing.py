@@ -91,7 +91,9 @@ class PriceTable:
         discount = raw.get("batch_discount", 0.5)
         if not isinstance(discount, int | float) or not 0 < discount <= 1:
             raise ValueError("batch_discount must be a number in (0, 1]")
-        return cls(models, float(discount), str(raw.get("source", "")), str(raw.get("retrieved", "")))
+        return cls(
+            models, float(discount), str(raw.get("source", "")), str(raw.get("retrieved", ""))
+        )
 
 
 def usage_cost(price: ModelPrice, usage: dict[str, int], token_factor: float = 1.0) -> float:

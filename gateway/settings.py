@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.config import ToolsConfig
@@ -144,6 +144,19 @@ class Settings(BaseSettings):
     """Runs in progress per key."""
     gateway_daily_token_budget: int = Field(0, ge=0)
     """Input + output tokens per key per UTC day; checked when a run starts."""
+    gateway_daily_usd_budget: float = Field(0.0, ge=0)
+    """Dollars per key per UTC day (priced by GATEWAY_PRICES_FILE over the shipped table);
+    checked when a run starts, beside the token budget."""
+    gateway_prices_file: str | None = None
+    """A JSON price table (the shape of gateway/prices.json) over the shipped one."""
+    gateway_env: str = Field(
+        "development", validation_alias=AliasChoices("gateway_env", "node_env")
+    )
+    """`/health`'s `environment` (GATEWAY_ENV, else NODE_ENV as the Node server read it)."""
+    build_sha: str | None = None
+    """The build's commit for `/health` (else the checkout's git HEAD, if there is one)."""
+    build_timestamp: str | None = None
+    """When the build was made, for `/health` (else the commit's time)."""
     gateway_cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
     """Browser origins allowed to call the API (`*`: any)."""
     gateway_audit_log: str | None = None

@@ -128,8 +128,8 @@ async def test_a_deprecated_model_warns_at_every_run_and_in_health(
     client = await make_gateway(sdk_model="claude-sonnet-4-5-20250929")
     fake.add(Reply([Text("ok")]))
     events = await stream(client, query="x")
-    assert [e["type"] for e in events[:2]] == ["system_info", "warning"]
-    assert events[1]["code"] == "model_deprecated" and "2026-11-30" in events[1]["message"]
+    assert [e["type"] for e in events[:3]] == ["system_info", "system_init", "warning"]
+    assert events[2]["code"] == "model_deprecated" and "2026-11-30" in events[2]["message"]
     health = await (await client.get("/health")).json()
     assert health["model_record"]["lifecycle"] == "deprecated"
     assert health["model_record"]["thinking"] == ["budget"]

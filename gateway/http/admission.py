@@ -15,6 +15,7 @@ from aiohttp import web
 from gateway.access.keyring import load_keyring
 from gateway.access.limits import Counters, Gate, Limits, MemoryCounters
 from gateway.access.redis_limits import RedisCounters
+from gateway.access.spend import MemorySpend, RedisSpend, Spend, SpendStore
 from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.http.ownership import record_owner
@@ -39,6 +40,8 @@ def install(app: web.Application) -> None:
     app[keys.KEYRING] = load_keyring(settings.gateway_api_keys, settings.gateway_api_keys_file)
     app.cleanup_ctx.append(_audit_ctx)
     app.cleanup_ctx.append(_limits_ctx)
+    if settings.gateway_daily_usd_budget:
+        app.cleanup_ctx.append(_spend_ctx)
     if limits_of(settings).per_minute:
         app.on_response_prepare.append(add_limit_headers)
 
@@ -54,6 +57,18 @@ async def _limits_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:  # after the runs' context: every ended run has been handed over to settle
         await app[keys.LIMITS].close()
+
+
+async def _spend_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[keys.SETTINGS]
+    store: SpendStore = MemorySpend()
+    if settings.redis_url:
+        store = RedisSpend(settings.redis_url, settings.redis_key_prefix)
+    app[keys.SPEND] = Spend(settings.gateway_daily_usd_budget, store, app[keys.METRICS])
+    try:
+        yield
+    finally:  # after the runs' context: every ended run has been handed over to charge
+        await app[keys.SPEND].close()
 
 
 async def _audit_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -118,6 +133,8 @@ async def start_run(
     check_capacity(app)
     caller = run_request.caller
     gate = app[keys.LIMITS]
+    if keys.SPEND in app:
+        await app[keys.SPEND].admit(caller)
     admission = await gate.admit(caller)
     ticket = admission.ticket
     request[keys.LIMIT_HEADERS] = admission.headers

@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
+import logging
 import time
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 from opentelemetry.trace import TracerProvider
 
-from gateway import __version__
+from gateway import __version__, pricing
 from gateway.errors import ValidationFailed
 from gateway.http import admission, fleet, keys, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
 from gateway.http.handlers import routes
 from gateway.http.middleware import answer_errors, observe_requests
+from gateway.ops.build import read_build
 from gateway.ops.metrics import Metrics
 from gateway.ops.telemetry import UnrecordedTracerProvider
 from gateway.providers.configured import open_upstreams
 from gateway.runs.manager import RunFactory, RunManager
 from gateway.runs.planner import RunPlanner
+from gateway.runs.run import Run
 from gateway.runs.tools import ToolsetLike
 from gateway.runs.wiring import RunWiring
 from gateway.settings import Settings
 from gateway.store.configured import configured_stores
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -47,6 +53,10 @@ def create_app(
     provider = tracer_provider or UnrecordedTracerProvider()
     app[keys.TRACER] = provider.get_tracer("research-gateway", __version__)
     app[keys.STARTED_AT] = time.monotonic()
+    app[keys.PRICES] = pricing.load(settings.gateway_prices_file)  # a bad file stops startup
+    if app[keys.PRICES].price(settings.model) is None:
+        log.warning("no price for model %s: its runs' total_cost_usd is null", settings.model)
+    app[keys.BUILD] = read_build(settings.build_sha, settings.build_timestamp)
     admission.install(app)  # before the runs' context: it closes after every run has ended
     app.on_response_prepare.append(_nosniff)
     if settings.gateway_cors_origins:
@@ -65,6 +75,13 @@ def create_app(
         app.add_routes(routes())
     app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
     return app
+
+
+def _finished(app: web.Application, run: Run, usage: dict[str, int], cost: float | None) -> None:
+    """A run's task ended: settle its key's limits and charge its dollars."""
+    app[keys.LIMITS].finished(run.id, usage)
+    if keys.SPEND in app:
+        app[keys.SPEND].charge(run.owner, cost)
 
 
 def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
@@ -113,6 +130,7 @@ async def _runs_ctx(app: web.Application) -> AsyncIterator[None]:
         app[keys.TOOLSET],
         app[keys.UPSTREAMS],
         app.get(keys.AUDIT),
+        app[keys.PRICES],
     )
     sessions, shared = configured_stores(settings)
     app[keys.RUNS] = runs = RunManager(
@@ -122,7 +140,7 @@ async def _runs_ctx(app: web.Application) -> AsyncIterator[None]:
         ttl_s=settings.gateway_run_ttl_s,
         max_events=settings.gateway_run_log_max_events,
         shared=shared,
-        on_finish=lambda run, usage: app[keys.LIMITS].finished(run.id, usage),
+        on_finish=functools.partial(_finished, app),
         takeover_s=settings.gateway_takeover_s,
     )
     try:

@@ -8,7 +8,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from opentelemetry import context as otel_context
@@ -275,8 +275,61 @@ async def health(request: web.Request) -> web.Response:
         "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},
         "redis": store_health,  # the one shared store there is
         "uptime_s": round(time.monotonic() - app[keys.STARTED_AT], 1),
+        # What the Node server's operators read (its scripts check these names).
+        "environment": settings.gateway_env,
+        "sdk_version": app[keys.BUILD].sdk_version,
+        "build": app[keys.BUILD].report(),
+        "feature_flags": feature_flags(app),
+        "dependencies": dependencies(app, store_health),
     }  # fmt: skip
     return json_response(body, 503 if health.degraded else 200)
+
+
+def feature_flags(app: web.Application) -> dict[str, bool]:
+    """Which of the gateway's optional parts are on, as configured."""
+    s = app[keys.SETTINGS]
+    return {
+        "prompt_cache": s.gateway_prompt_cache,
+        "server_tools": bool(s.anthropic_server_tools),
+        "fallback_upstreams": bool(s.gateway_fallback_upstreams),
+        "api_keys": bool(s.gateway_api_keys or s.gateway_api_keys_file),
+        "rate_limits": app[keys.LIMITS].limits.active,
+        "usd_budget": keys.SPEND in app,
+        "cors": bool(s.gateway_cors_origins),
+        "audit_log": keys.AUDIT in app,
+        "shared_runs": bool(s.redis_url),
+        "durable_runs": bool(s.redis_url),
+        "cost": app[keys.PRICES].price(s.model) is not None,
+    }
+
+
+def dependencies(app: web.Application, store: dict[str, Any] | None) -> dict[str, Any]:
+    """What the gateway depends on and its state: each upstream (and, as Node called it,
+    the circuit breaker: `open` when the upstream is marked degraded after consecutive
+    failures; the gateway still tries it, or its fallback), the limiter, the store."""
+    upstreams, s = app[keys.UPSTREAMS], app[keys.SETTINGS]
+    health = upstreams.health
+    limits = app[keys.LIMITS].limits
+    return {
+        "upstream": {
+            p.name: {"url": upstreams.urls[p.name], "model": p.model,
+                     "status": health.by_name[p.name].report()["status"]}
+            for p in upstreams.providers
+        },
+        "rate_limiter": {
+            "kind": "per_key", "store": "redis" if s.redis_url else "memory",
+            "active": limits.active, "per_minute": limits.per_minute,
+            "concurrent": limits.concurrent, "daily_tokens": limits.daily_tokens,
+            "daily_usd": s.gateway_daily_usd_budget,
+        },
+        "circuit_breaker": {
+            p.name: {"state": "open" if health.by_name[p.name].degraded else "closed",
+                     "consecutive_failures": health.by_name[p.name].consecutive_failures,
+                     "threshold": health.by_name[p.name].threshold}
+            for p in upstreams.providers
+        },
+        "store": store if store is not None else {"status": "memory"},
+    }  # fmt: skip
 
 
 def _model_health(app: web.Application) -> dict[str, object] | None:

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
 
     from gateway.access.keyring import KeyRing
     from gateway.access.limits import Gate
+    from gateway.access.spend import Spend
     from gateway.ops.audit import AuditLog
+    from gateway.ops.build import Build
     from gateway.ops.metrics import Metrics
+    from gateway.pricing import PriceTable
     from gateway.providers.configured import Upstreams
     from gateway.runs.manager import RunManager
     from gateway.runs.planner import RunPlanner
@@ -31,6 +34,9 @@ RUNS: web.AppKey[RunManager] = web.AppKey("runs")
 PLANNER: web.AppKey[RunPlanner] = web.AppKey("planner")
 UPSTREAMS: web.AppKey[Upstreams] = web.AppKey("upstreams")
 STARTED_AT: web.AppKey[float] = web.AppKey("started_at")
+PRICES: web.AppKey[PriceTable] = web.AppKey("prices")
+BUILD: web.AppKey[Build] = web.AppKey("build")
+SPEND: web.AppKey[Spend] = web.AppKey("spend")  # only when GATEWAY_DAILY_USD_BUDGET is set
 KEYRING: web.AppKey[KeyRing] = web.AppKey("keyring")
 LIMITS: web.AppKey[Gate] = web.AppKey("limits")
 AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set

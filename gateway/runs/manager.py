@@ -65,13 +65,14 @@ class RunManager:
         max_events: int,
         on_end: Callable[[str], None] | None = None,
         shared: SharedRuns | None = None,
-        on_finish: Callable[[Run, dict[str, int]], None] | None = None,
+        on_finish: Callable[[Run, dict[str, int], float | None], None] | None = None,
         takeover_s: float = 10.0,
     ) -> None:
         self.factory = factory
         self._on_end = on_end
         self._on_finish = on_finish
-        """Called with the run and its usage when its task ends, however it ends."""
+        """Called with the run, its usage and its cost (None: unpriced) when its task ends,
+        however it ends."""
         self.sessions = sessions
         self.shared = shared
         """The store shared with other processes, if any: runs they own are read there."""
@@ -140,7 +141,7 @@ class RunManager:
         self._count_live(run.task)
         if self._on_finish is not None:  # a done callback: it runs even if the task never did
             on_finish = self._on_finish
-            run.task.add_done_callback(lambda _: on_finish(run, state.usage))
+            run.task.add_done_callback(lambda _: on_finish(run, state.usage, state.cost_usd))
         self._runs[run_id] = run
         return run
 

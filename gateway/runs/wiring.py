@@ -3,11 +3,12 @@ observer that writes the run's spans, metrics and audit lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
+from gateway import pricing
 from gateway.ops.audit import AuditLog, RunAudit
 from gateway.ops.metrics import Metrics
 from gateway.ops.observe import RunObserver
@@ -29,6 +30,7 @@ class RunWiring:
     upstreams: Upstreams
     audit: AuditLog | None
     """The audit log, when it is on."""
+    prices: pricing.PriceTable = field(default_factory=pricing.shipped)
 
     def __call__(
         self, run: Run, request: RunRequest, endpoint: str, parent: Context | None
@@ -51,4 +53,6 @@ class RunWiring:
             if self.audit is None
             else RunAudit(self.audit, run.owner, run.id, run.session_id),
         )
-        return LoopDeps(upstreams.providers, toolset.registry, observer, toolset.services)
+        return LoopDeps(
+            upstreams.providers, toolset.registry, observer, toolset.services, self.prices
+        )
