@@ -52,7 +52,6 @@ class _Fold:
             case _:
                 assert_never(kind)
 
-
     def _progress(self, event: dict[str, Any]) -> None:
         """The stream's progress: the answer has it in its totals, but a failed run's cost
         is its completed turns'."""
