@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from gateway.runs.loop import TURN_GAP
 from gateway.sse import parse_frames
 from tests.demo.conftest import Client
 from tools import ToolContext, Toolset
@@ -46,7 +47,8 @@ class Run:
     def answer(self) -> str:
         """The text of the last model call: the answer after the tool turns."""
         last = max(i for i, e in enumerate(self.events) if e["type"] == "turn_start")
-        return "".join(e["text"] for e in self.events[last:] if e["type"] == "delta")
+        text = "".join(e["text"] for e in self.events[last:] if e["type"] == "delta")
+        return text.removeprefix(TURN_GAP)  # the blank line streamed after earlier turns' text
 
     def phase(self, phase: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == "tool_call" and e["phase"] == phase]
