@@ -22,7 +22,7 @@ from tests.fakes.anthropic import Block, FakeAnthropic, Reply, Text, Thinking, T
 from tests.fakes.tools import Echo
 from tools.registry import ToolRegistry
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=30)
 TEXTS = st.lists(st.builds(Text, TEXT, st.integers(1, 12)), max_size=3)
 TURN = st.tuples(st.booleans(), TEXTS)  # (thinks, its text blocks)
 RUN = st.tuples(st.lists(TURN, max_size=4), TURN)  # tool rounds, then the answer
