@@ -28,6 +28,7 @@ REQUIRED_PANELS = {
     "Tokens by type",
     "Upstream retries and errors",
     "HTTP requests by route and status",
+    "Cost by model and key",
 }
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
 
