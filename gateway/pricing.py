@@ -28,6 +28,8 @@ DATED = re.compile(r"-\d{8}$")
 # Keys a usage dict may carry beyond `events.USAGE_KEYS`, when the upstream reports them.
 CACHE_WRITE_1H_KEY = "cache_creation_1h_input_tokens"
 WEB_SEARCH_KEY = "web_search_requests"
+BATCH_KEY = "batch_requests"
+"""1 for a call the API ran on its batch tier (`usage.service_tier` "batch")."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class PriceTable:
         price = self.price(model)
         if price is None:
             return None
+        batch = batch or bool(usage.get(BATCH_KEY))
         return usage_cost(price, usage, self.batch_discount if batch else 1.0)
 
     def merged(self, other: PriceTable) -> PriceTable:

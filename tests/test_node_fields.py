@@ -249,3 +249,24 @@ async def test_a_failed_run_folds_the_cost_of_its_completed_turns(
     from gateway.fold import fold
 
     assert fold(events)["total_cost_usd"] == pytest.approx(0.0057, abs=1e-12)
+
+
+async def test_searches_hour_writes_and_the_batch_tier_are_priced(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_model="claude-sonnet-5")
+    searched = {"server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 0},
+                "cache_creation": {"ephemeral_1h_input_tokens": 1000,
+                                   "ephemeral_5m_input_tokens": 1000}}  # fmt: skip
+    fake.add(
+        Reply([Text("Searched.")], input_tokens=100, output_tokens=10, cache_creation=2000,
+              usage_extra=searched),
+        Reply([Text("Batched.")], input_tokens=100, output_tokens=10,
+              usage_extra={"service_tier": "batch"}),
+    )  # fmt: skip
+    first = (await stream(client, query="a"))[-1]
+    # 100*2 + 10*10 + 1000*2.5 (5m) + 1000*4 (1h) = 6800 -> 0.0068; 3 searches at $10/1000
+    assert first["total_cost_usd"] == pytest.approx(0.0068 + 0.03, abs=1e-12)
+    assert first["usage"][pricing.WEB_SEARCH_KEY] == 3
+    second = (await stream(client, query="b"))[-1]
+    assert second["total_cost_usd"] == pytest.approx((100 * 2 + 10 * 10) / 1e6 / 2, abs=1e-12)

@@ -100,8 +100,8 @@ class RunState:
         self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = sum(turn.usage.values())
-        for key, value in turn.usage.items():
-            self.usage[key] += value
+        for key, value in turn.usage.items():  # the priced extras only when reported
+            self.usage[key] = self.usage.get(key, 0) + value
 
 
 async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Emit) -> None:

@@ -89,6 +89,9 @@ class Reply:
     delay_s: float = 0.0  # pause before each event
     one_write: bool = False  # the whole body in one write, so the gateway reads it at once
     model: str | None = None  # default: the model the request asked for, as the API answers
+    usage_extra: dict[str, Any] = field(default_factory=dict)
+    """More of `message_start`'s usage (`server_tool_use`, `cache_creation`, `service_tier`);
+    `server_tool_use` goes in `message_delta`'s usage too, as the API sends it."""
 
 
 class _HeldWrites:
@@ -238,6 +241,7 @@ class FakeAnthropic:
             "output_tokens": 1,
             "cache_read_input_tokens": reply.cache_read,
             "cache_creation_input_tokens": reply.cache_creation,
+            **reply.usage_extra,
         }
         out: list[dict[str, Any]] = [
             {"type": "message_start", "message": {
@@ -257,7 +261,9 @@ class FakeAnthropic:
         out.append({
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": reply.output_tokens},
+            "usage": {"output_tokens": reply.output_tokens, **{
+                k: v for k, v in reply.usage_extra.items() if k == "server_tool_use"
+            }},
         })  # fmt: skip
         out.append({"type": "message_stop"})
         return out

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from gateway import events
+from gateway import events, pricing
 from gateway.errors import ErrorCode, UpstreamFailure
 from gateway.events import Event
 
@@ -343,3 +343,19 @@ class TurnTranslator:
                 value = usage.get(key)
                 if isinstance(value, int):
                     self.usage[key] = value
+            if len(usage) > 2:  # more than message_delta's usual output_tokens
+                self._take_priced_usage(usage)
+
+    def _take_priced_usage(self, usage: dict[str, Any]) -> None:
+        """What the price of the call also depends on, where the API reports it: server
+        searches, 1-hour cache writes, the batch tier (keys of `gateway.pricing`)."""
+        found = {
+            pricing.WEB_SEARCH_KEY: (usage.get("server_tool_use") or {}).get("web_search_requests"),
+            pricing.CACHE_WRITE_1H_KEY: (usage.get("cache_creation") or {}).get(
+                "ephemeral_1h_input_tokens"
+            ),
+            pricing.BATCH_KEY: 1 if usage.get("service_tier") == "batch" else None,
+        }
+        for key, value in found.items():
+            if isinstance(value, int) and value > 0:
+                self.usage[key] = value
