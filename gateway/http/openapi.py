@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
@@ -66,6 +66,18 @@ class ResearchResult(BaseModel):
     toolCalls: list[dict[str, Any]]
     thinkingBlocks: list[dict[str, Any]]
     citations: list[Any]
+    total_cost_usd: float | None
+    """What the run's model calls cost in dollars; null when a model of it has no price."""
+    subtype: Literal["success", "error_max_turns", "error_during_execution"] | None = None
+    """Node's name for how the run ended (absent for a failed run)."""
+    is_error: bool | None = None
+    num_turns: int | None = None
+
+
+class Build(BaseModel):
+    commit: str | None
+    version: str
+    timestamp: str | None
 
 
 class Health(BaseModel):
@@ -74,6 +86,12 @@ class Health(BaseModel):
     ok: bool
     status: str
     version: str
+    environment: str
+    sdk_version: str | None
+    build: Build
+    feature_flags: dict[str, bool]
+    dependencies: dict[str, Any]
+    """`upstream`, `rate_limiter`, `circuit_breaker`, `store`."""
 
 
 _MODELS: list[type[BaseModel]] = [ErrorResponse, CancelResult, ToolList, ResearchResult, Health]
