@@ -61,6 +61,10 @@ const handlers = {
     run.view.setWaiting('the model is working…');
     timeline.add('info', 'Started', [ev.model, ev.upstream, plural(ev.tools, 'tool')].filter(Boolean).join(' · '));
   },
+  /** Node's own start event: the session id again (system_info had it). */
+  system_init(run, ev) {
+    if (ev.session_id) state.sessionId = ev.session_id;
+  },
   turn_start(run, ev) {
     run.view.endText();
     run.turn = ev.turn;

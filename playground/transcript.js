@@ -311,10 +311,10 @@ export class AssistantMessage {
     if (err.request_id) this.add(h('div', { class: 'muted small' }, `request id ${err.request_id}`));
   }
 
-  /** The answer as streamed: each text segment (one model text block) joined with a
-   * blank line, the way the gateway builds `final.result`. */
+  /** The answer as streamed: the text segments' deltas joined as they came, which is
+   * `final.result` (the gateway streams the blank line between turns itself). */
   rawText() {
-    return this.segments.map((segment) => segment.raw).join('\n\n');
+    return this.segments.map((segment) => segment.raw).join('');
   }
 
   /** The run ended: close open blocks, mark unfinished tools, show the outcome. */
