@@ -8,6 +8,7 @@ import asyncio
 import re
 import shutil
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -148,6 +149,9 @@ async def run_round(
     assert not fake.replies and not fallback.replies, "every scripted reply is used"
 
 
+TEST_PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "prices-test-model.json"
+
+
 def settings(upstream: TestServer, fallback: TestServer, fallback_key: str) -> Settings:
     return Settings(
         _env_file=None,
@@ -164,6 +168,7 @@ def settings(upstream: TestServer, fallback: TestServer, fallback_key: str) -> S
         sdk_system_prompt="You are a test.",
         sdk_model="claude-test-model",
         redis_url=None,
+        gateway_prices_file=str(TEST_PRICES),  # the fake's model priced: the cost panel has data
     )
 
 
