@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes import messages_rules
+from tests.fakes import context
 from tests.fakes.models import default_catalogue, request_problem
 from tests.fakes.prompt_cache import PromptCache
 
@@ -92,6 +93,10 @@ class Reply:
     usage_extra: dict[str, Any] = field(default_factory=dict)
     """More of `message_start`'s usage (`server_tool_use`, `cache_creation`, `service_tier`);
     `server_tool_use` goes in `message_delta`'s usage too, as the API sends it."""
+    # Set by the fake from the request's context management (tests/fakes/context.py):
+    compaction: str | None = None
+    compaction_usage: dict[str, int] = field(default_factory=dict)
+    applied_edits: list[dict[str, Any]] | None = None
 
 
 class _HeldWrites:
@@ -132,6 +137,8 @@ class FakeAnthropic:
         self.models_status: int | None = None  # answer every model lookup with this error
         self.cache = PromptCache() if count_tokens else None
         self.usages: list[dict[str, int]] = []
+        self.applied: list[context.Applied] = []
+        """What the model saw of each accepted request (compacted, edited)."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.rejected: list[str] = []
@@ -159,35 +166,45 @@ class FakeAnthropic:
             return _error(404, "not_found_error", f"model: {model_id}")
         return web.json_response(self.models[model_id])
 
-    def _refusal(self, body: dict[str, Any], beta: bool) -> web.Response | None:
-        """The 4xx the real API gives before any stream, or None."""
-        problem = messages_rules.request_problem(body, beta=beta)
+    def _refusal(self, body: dict[str, Any], betas: set[str]) -> web.Response | context.Applied:
+        """The 4xx the real API gives before any stream, or what the model will see."""
+        applied: context.Applied | str | None = None
+        problem = messages_rules.request_problem(body, beta=bool(betas))
         if problem is None:
             info = self.models.get(str(body.get("model")))
             if info is None or info["lifecycle"] == "retired":
                 return _error(404, "not_found_error", f"model: {body.get('model')}")
-            problem = request_problem(info, body)
+            problem = request_problem(info, body) or context.problem(info, body, betas)
+            if problem is None:
+                applied = context.apply(body, info["max_input_tokens"])
+                problem = applied if isinstance(applied, str) else None
         if problem is None and self.cache is not None:
+            assert isinstance(applied, context.Applied)
             try:
-                self.usages.append(self.cache.account(body))
+                self.usages.append(self.cache.account(applied.body))
             except ValueError as exc:
                 problem = str(exc)
-        if problem is None:
-            return None
-        self.rejected.append(problem)
-        return _error(400, "invalid_request_error", problem)
+        if problem is not None or not isinstance(applied, context.Applied):
+            self.rejected.append(problem or "")
+            return _error(400, "invalid_request_error", problem or "")
+        self.applied.append(applied)
+        return applied
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         self.request_seen.set()
-        refusal = self._refusal(body, beta="anthropic-beta" in self.headers[-1])
-        if refusal is not None:
-            return refusal
+        header = self.headers[-1].get("anthropic-beta", "")
+        applied = self._refusal(body, {b.strip() for b in header.split(",") if b.strip()})
+        if isinstance(applied, web.Response):
+            return applied
         if not self.replies:
             return _error(500, "api_error", "fake: no scripted reply left")
         reply = self.replies.pop(0)
+        reply.compaction = applied.compaction
+        reply.compaction_usage = applied.compaction_usage
+        reply.applied_edits = applied.applied_edits
         if self.cache is not None:
             counted = self.usages[-1]
             reply.input_tokens = counted["input_tokens"]
@@ -251,6 +268,15 @@ class FakeAnthropic:
             {"type": "ping"},
         ]  # fmt: skip
         index = 0
+        if reply.compaction is not None:
+            out += [
+                {"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "compaction", "content": None}},
+                {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "compaction_delta", "content": reply.compaction}},
+                {"type": "content_block_stop", "index": 0},
+            ]  # fmt: skip
+            index = 1
         for block in reply.blocks:
             if isinstance(block, ServerToolUse):
                 out.extend(_server_tool_blocks(index, block))
@@ -258,13 +284,21 @@ class FakeAnthropic:
             else:
                 out.extend(self._block(index, block))
                 index += 1
-        out.append({
+        delta: dict[str, Any] = {
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
             "usage": {"output_tokens": reply.output_tokens, **{
                 k: v for k, v in reply.usage_extra.items() if k == "server_tool_use"
             }},
-        })  # fmt: skip
+        }  # fmt: skip
+        if reply.compaction_usage:
+            delta["usage"]["iterations"] = [
+                {"type": "compaction", **reply.compaction_usage},
+                {"type": "message", **usage, "output_tokens": reply.output_tokens},
+            ]
+        if reply.applied_edits is not None:
+            delta["context_management"] = {"applied_edits": reply.applied_edits}
+        out.append(delta)
         out.append({"type": "message_stop"})
         return out
 

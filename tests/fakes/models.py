@@ -24,6 +24,8 @@ def model_info(
     max_tokens: int = 128_000,
     max_input_tokens: int = 1_000_000,
     retires_at: str | None = None,
+    compaction: bool = True,
+    editing: bool = True,
 ) -> dict[str, Any]:
     """A `ModelInfo` as `GET /v1/models/{id}` returns it, every capability key present."""
     effort = {level: _yes(level in efforts) for level in ("low", "medium", "high", "max")}
@@ -41,7 +43,12 @@ def model_info(
             "batch": _yes(True),
             "citations": _yes(citations),
             "code_execution": _yes(web_search),
-            "context_management": {"supported": True},
+            "context_management": {
+                "supported": compaction or editing,
+                "clear_thinking_20251015": _yes(editing),
+                "clear_tool_uses_20250919": _yes(editing),
+                "compact_20260112": _yes(compaction),
+            },
             "effort": {"supported": bool(efforts), **effort, "xhigh": _yes(False)},
             "image_input": _yes(True),
             "pdf_input": _yes(True),

@@ -63,8 +63,14 @@ class FakeOpenAI:
     requests that failed validation; `disconnects` counts streams the client closed
     before their end."""
 
-    def __init__(self, replies: list[Reply] | None = None, api_key: str = "sk-fake") -> None:
+    def __init__(
+        self, replies: list[Reply] | None = None, api_key: str = "sk-fake",
+        context_window: int | None = None,
+    ) -> None:  # fmt: skip
         self.replies = list(replies or [])
+        self.context_window = context_window
+        """Refuse a prompt over this many tokens (about four characters each), as the API
+        does (`context_length_exceeded`)."""
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -92,6 +98,16 @@ class FakeOpenAI:
         except Invalid as exc:
             self.rejected.append(exc.body)
             return web.json_response(exc.body, status=400)
+        size = len(json.dumps(body.get("messages"))) // 4
+        if self.context_window is not None and size > self.context_window:
+            error = {"error": {
+                "message": f"This model's maximum context length is {self.context_window} "
+                           f"tokens. However, your messages resulted in {size} tokens.",
+                "type": "invalid_request_error", "param": "messages",
+                "code": "context_length_exceeded",
+            }}  # fmt: skip
+            self.rejected.append(error)
+            return web.json_response(error, status=400)
         if not self.replies:
             return _error(500, "server_error", "fake: no scripted reply left")
         reply = self.replies.pop(0)
