@@ -27,9 +27,12 @@ _PASSED = frozenset({"message_start", "message_delta", "content_block_start"})
 class HelperProvider(AnthropicProvider):
     """Reads every call through the SDK's stream helper instead of the raw body."""
 
-    async def stream(self, params: dict[str, Any], on_payloads: OnPayloads) -> None:
+    async def stream(
+        self, params: dict[str, Any], on_payloads: OnPayloads, *, betas: tuple[str, ...] = ()
+    ) -> None:
+        headers = {"anthropic-beta": ",".join(betas)} if betas else None
         try:
-            async with self._client.messages.stream(**params) as stream:
+            async with self._client.messages.stream(**params, extra_headers=headers) as stream:
                 async for event in stream:
                     raw = as_raw(event)
                     if raw is not None:

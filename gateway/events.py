@@ -168,6 +168,18 @@ class Warning(_Stamped):
     model: NotRequired[str]
 
 
+class ContextEdited(_Stamped):
+    type: Literal["context_edited"]
+    turn: int
+    strategy: Literal["compact", "clear_tool_uses", "clear_thinking", "gateway_clear"]
+    cleared_input_tokens: int | None
+    """As reported: None where the API reports no count (compaction)."""
+    cleared_tool_uses: int | None
+    cleared_thinking_turns: NotRequired[int]
+    usage: NotRequired[dict[str, int]]
+    """Compaction's own tokens (its `usage.iterations` entry), counted in the turn's usage."""
+
+
 class Final(_Stamped):
     type: Literal["final"]
     completed: str
@@ -197,7 +209,8 @@ class Error(_Stamped):
 
 Event = (
     SystemInfo | SystemInit | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
-    | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | Final | Error
+    | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | ContextEdited
+    | Final | Error
 )  # fmt: skip
 
 
@@ -284,6 +297,19 @@ def turn_complete(
         "upstream": upstream,
         "cost_usd": cost_usd,
     }
+
+
+def context_edited(
+    turn: int, strategy: str, cleared_input_tokens: int | None, cleared_tool_uses: int | None,
+    **fields: Any,
+) -> ContextEdited:  # fmt: skip
+    """The conversation was compacted or cleared (by the API, or by the gateway itself)."""
+    event = {
+        "type": "context_edited", "turn": turn, "strategy": strategy,
+        "cleared_input_tokens": cleared_input_tokens, "cleared_tool_uses": cleared_tool_uses,
+        **fields,
+    }  # fmt: skip
+    return cast(ContextEdited, event)
 
 
 def warning(code: str, message: str, turns: int, **fields: Any) -> Warning:

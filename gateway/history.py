@@ -28,6 +28,7 @@ from anthropic.types import (
     WebFetchToolResultBlockParam,
     WebSearchToolResultBlockParam,
 )
+from anthropic.types.beta import BetaCompactionBlockParam
 from typing_extensions import is_typeddict
 
 from gateway.errors import ValidationFailed
@@ -48,6 +49,8 @@ BLOCKS: dict[str, dict[str, Any]] = {
         "server_tool_use": ServerToolUseBlockParam,
         "web_search_tool_result": WebSearchToolResultBlockParam,
         "web_fetch_tool_result": WebFetchToolResultBlockParam,
+        # Server-side compaction's summary, sent back verbatim (context management).
+        "compaction": BetaCompactionBlockParam,
     },
 }
 SEQUENCES = (collections.abc.Iterable, collections.abc.Sequence, list)

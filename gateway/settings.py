@@ -53,6 +53,15 @@ class Settings(BaseSettings):
     sdk_system_prompt: str | None = None
     gateway_prompt_cache: bool = True
     """Cache tool definitions, the system prompt and each call's history prefix."""
+    gateway_context: Literal["compact", "edit", "off"] = "compact"
+    """Long runs: `compact` (server-side compaction where the model has it, else context
+    editing, else the gateway clears old tool results itself), `edit` (no compaction),
+    `off` (a full window ends the run with `context_exceeded`)."""
+    gateway_context_trigger_tokens: int | None = Field(None, ge=1_000)
+    """Input tokens past which the context is compacted or cleared; None: 150,000, and at
+    most three quarters of the model's window (compaction: at least 50,000)."""
+    gateway_context_keep_tool_uses: int = Field(3, ge=0)
+    """Tool results kept (the newest) when old ones are cleared."""
     anthropic_server_tools: Annotated[tuple[str, ...], NoDecode] = ()
     """The Messages API's own tools to offer (`web_search`, `web_fetch`)."""
 

@@ -57,6 +57,8 @@ class RunBody(BaseModel):
     """How much effort the model spends, where the model supports effort."""
     output_format: OutputFormat | None = None
     """The final answer as JSON valid against `schema`, where the model supports it."""
+    parallel_tools: bool = True
+    """False: the model asks for at most one tool per turn (sequential tools)."""
 
 
 def json_response(data: object, status: int = 200) -> web.Response:
@@ -128,7 +130,15 @@ def body_from_query(params: Any) -> dict[str, Any]:
             body["thinking"] = _int_param("thinking", value)
     if "effort" in params:
         body["effort"] = params["effort"]
+    if "parallel_tools" in params:
+        body["parallel_tools"] = _bool_param("parallel_tools", params["parallel_tools"])
     return body
+
+
+def _bool_param(name: str, value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValidationFailed(f"{name} must be true or false", {"field": name})
+    return value.lower() == "true"
 
 
 def _int_param(name: str, value: str) -> int:
@@ -162,6 +172,7 @@ def parse_run_request(
         thinking=_thinking(body),
         effort=body.effort,
         output_format=body.output_format.to_api() if body.output_format else None,
+        parallel_tools=body.parallel_tools,
         request_id=request_id,
         caller=caller,
     )

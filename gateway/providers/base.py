@@ -45,6 +45,13 @@ class ModelCall:
     """Tools the Messages API runs itself; other providers cannot offer them."""
     cache: bool = False
     """Mark prompt-cache breakpoints (tools, system prompt, newest message)."""
+    context_management: dict[str, Any] | None = None
+    """The Messages API's `context_management` (compaction, context editing); other
+    providers leave it out (the loop clears their history itself)."""
+    betas: tuple[str, ...] = ()
+    """Messages API beta features the call uses (the `anthropic-beta` header)."""
+    parallel_tools: bool = True
+    """False: at most one tool call per turn."""
 
 
 class Turn(Protocol):
@@ -60,6 +67,13 @@ class Turn(Protocol):
     """Canonical tool_use blocks, in order."""
     input_errors: dict[str, str]
     """Tool id -> why its input was not a JSON object."""
+
+    @property
+    def context_tokens(self) -> int:
+        """The conversation's size after the call as the model counted it (input, cache
+        and output of the answering call; compaction's own tokens are not part of it)."""
+        ...
+
     texts: list[str]
     dropped: Counter[str]
     """What the request could not carry to this provider (thinking blocks, server tools),

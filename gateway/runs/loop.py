@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import events, pricing
+from gateway.context import clear_old_tool_results, estimate_tokens
 from gateway.events import Event, Outcome
 from gateway.ops.observe import RunObserver
 from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
@@ -99,7 +100,7 @@ class RunState:
         self.texts.append("".join(turn.texts))
         self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
-        self.context_tokens = sum(turn.usage.values())
+        self.context_tokens = turn.context_tokens
         for key, value in turn.usage.items():  # the priced extras only when reported
             self.usage[key] = self.usage.get(key, 0) + value
 
@@ -123,6 +124,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
     emit = _gapped(state, emit)
     while True:
+        cleared = _gateway_clear(plan, state)
         if _context_full(plan, state):
             if opening:
                 emit(opening)
@@ -130,7 +132,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             return
         state.turns += 1
         state.owes_gap = any(state.texts)
-        emit([*opening, events.turn_start(state.turns, config.max_turns)])
+        emit([*opening, *cleared, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
         with deps.observer.model_call(state.turns, call) as span:
@@ -187,6 +189,7 @@ def model_call(
 ) -> ModelCall:  # fmt: skip
     """The next call in canonical form; each provider writes its own request from it."""
     plan = config.plan
+    api_context = plan.context if plan.context and plan.context.strategy != "gateway" else None
     return ModelCall(
         model=plan.model,
         max_tokens=plan.max_tokens,
@@ -202,6 +205,9 @@ def model_call(
         effort=plan.effort,
         server_tools=plan.server_tools,
         cache=plan.cache,
+        context_management=api_context.request if api_context is not None else None,
+        betas=api_context.betas if api_context is not None else (),
+        parallel_tools=plan.parallel_tools,
     )
 
 
@@ -231,6 +237,23 @@ def budget_note(rounds: int, max_turns: int, wrap_up: Outcome | None) -> dict[st
     else:
         text = f"{done}; {left} round{'s' if left != 1 else ''} left."
     return {"type": "text", "text": text}
+
+
+def _gateway_clear(plan: CallPlan, state: RunState) -> list[Event]:
+    """For upstreams without the API's context management: past the trigger, clear old
+    tool results before the call (estimated at four characters a token)."""
+    context = plan.context
+    if context is None or context.strategy != "gateway" or len(state.messages) < 3:
+        return []
+    if estimate_tokens(state.messages) < context.trigger_tokens:
+        return []
+    cleared = clear_old_tool_results(state.messages, context.keep_tool_uses)
+    if not cleared.tool_uses:
+        return []
+    state.context_tokens = estimate_tokens(state.messages)
+    return [events.context_edited(
+        state.turns + 1, "gateway_clear", cleared.input_tokens, cleared.tool_uses
+    )]  # fmt: skip
 
 
 def _context_full(plan: CallPlan, state: RunState) -> bool:

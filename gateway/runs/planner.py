@@ -7,7 +7,7 @@ everything a model cannot do is refused here, before any SSE header.
 from __future__ import annotations
 
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
-from gateway.providers.anthropic.request import ThinkingChoice, plan_run
+from gateway.providers.anthropic.request import ContextChoice, ThinkingChoice, plan_run
 from gateway.providers.seam import RetryPolicy
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import RunRequest
@@ -34,6 +34,11 @@ class RunPlanner:
             call_deadline_s=settings.gateway_upstream_deadline_s,
         )
         self.system = settings.sdk_system_prompt or SYSTEM_PROMPT
+        self.context = ContextChoice(
+            settings.gateway_context,
+            settings.gateway_context_trigger_tokens,
+            settings.gateway_context_keep_tool_uses,
+        )
 
     async def record(self) -> ModelRecord:
         return await self.catalog.get(self.settings.model)
@@ -49,6 +54,8 @@ class RunPlanner:
             output_format=request.output_format,
             server_tools=settings.server_tools,
             cache=settings.gateway_prompt_cache,
+            context=self.context,
+            parallel_tools=request.parallel_tools,
         )
         return LoopConfig(
             plan=plan,

@@ -33,6 +33,8 @@ class RunRequest:
     """"off", "adaptive", "on" or a budget; None: the configured default."""
     effort: str | None = None
     output_format: dict[str, Any] | None = None
+    parallel_tools: bool = True
+    """False: at most one tool call per model turn."""
     request_id: str = ""
     caller: str = ANONYMOUS
     """The name of the key that asked for the run: it owns the run."""

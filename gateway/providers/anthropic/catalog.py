@@ -47,6 +47,8 @@ class ModelRecord:
     structured_outputs: bool = False
     citations: bool = False
     server_tools: frozenset[str] = frozenset()
+    context_edits: frozenset[str] = frozenset()
+    """The `context_management` edits the model takes (`compact_20260112`, ...)."""
     retires_at: str | None = None
     deprecated_at: str | None = None
 
@@ -102,6 +104,12 @@ def record_from_info(info: Any) -> ModelRecord:
         if _supported(capability)
     )  # fmt: skip
     thinking_on = bool(getattr(thinking, "supported", False))
+    context = getattr(caps, "context_management", None)
+    edits = frozenset(
+        name
+        for name in ("compact_20260112", "clear_tool_uses_20250919", "clear_thinking_20251015")
+        if getattr(context, "supported", False) and _supported(getattr(context, name, None))
+    )
     return ModelRecord(
         id=info.id,
         display_name=info.display_name,
@@ -116,6 +124,7 @@ def record_from_info(info: Any) -> ModelRecord:
         structured_outputs=_supported(getattr(caps, "structured_outputs", None)),
         citations=_supported(getattr(caps, "citations", None)),
         server_tools=servers,
+        context_edits=edits,
         retires_at=_iso(info.retires_at),
         deprecated_at=_iso(info.deprecated_at),
     )

@@ -53,13 +53,16 @@ class AnthropicProvider:
                 if batch:  # on a failure too: what preceded it in this read was relayed
                     emit(batch)
 
-        await self.stream(messages_body(call), on_payloads)
+        await self.stream(messages_body(call), on_payloads, betas=call.betas)
         turn.finish()
 
-    async def stream(self, params: dict[str, Any], on_payloads: OnPayloads) -> None:
+    async def stream(
+        self, params: dict[str, Any], on_payloads: OnPayloads, *, betas: tuple[str, ...] = ()
+    ) -> None:
         """One call: its SSE `data` payloads (JSON bytes) to `on_payloads`, a list per
         read of the body, from the socket's callback."""
-        await self._http.stream(params, on_payloads)
+        headers = {"anthropic-beta": ",".join(betas)} if betas else None
+        await self._http.stream(params, on_payloads, headers)
 
     async def close(self) -> None:
         await self._http.close()
@@ -80,6 +83,8 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
         # The wrap-up call keeps the definitions (the history mentions the tools) but
         # may not use them, so the client still gets an answer.
         params["tool_choice"] = {"type": call.tool_choice}
+        if not call.parallel_tools and call.tool_choice != "none":
+            params["tool_choice"]["disable_parallel_tool_use"] = True
     if call.thinking is not None:
         params["thinking"] = call.thinking
     config: dict[str, Any] = {}
@@ -89,6 +94,8 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
         config["format"] = {"type": "json_schema", "schema": call.output_schema}
     if config:
         params["output_config"] = config
+    if call.context_management is not None:
+        params["context_management"] = call.context_management
     return params
 
 

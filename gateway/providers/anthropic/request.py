@@ -15,6 +15,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway import events
+from gateway.context import (
+    CLEAR_THINKING_EDIT,
+    CLEAR_TOOL_USES_EDIT,
+    COMPACT_EDIT,
+    DEFAULT_TRIGGER,
+    MIN_COMPACT_TRIGGER,
+    ContextPlan,
+    api_plan,
+)
 from gateway.errors import ValidationFailed
 from gateway.events import Event
 from gateway.providers.anthropic.catalog import ModelRecord
@@ -34,6 +43,15 @@ ThinkingChoice = str | int  # "off" | "adaptive" | "on" | a budget in tokens
 
 
 @dataclass(frozen=True)
+class ContextChoice:
+    """The operator's context settings (`GATEWAY_CONTEXT*`)."""
+
+    mode: str = "compact"
+    trigger_tokens: int | None = None
+    keep_tool_uses: int = 3
+
+
+@dataclass(frozen=True)
 class CallPlan:
     """What every model call of one run shares, decided once at the run's start."""
 
@@ -46,6 +64,10 @@ class CallPlan:
     context_window: int | None = None
     structured: bool = False
     cache: bool = True
+    context: ContextPlan | None = None
+    """How the run stays inside the window; None: it ends with `context_exceeded`."""
+    parallel_tools: bool = True
+    """False: the model asks for at most one tool per turn."""
     notices: tuple[Event, ...] = ()
     """Warnings for the client at the run's start (a deprecated model, a skipped option)."""
 
@@ -60,6 +82,8 @@ def plan_run(
     output_format: dict[str, Any] | None,
     server_tools: tuple[str, ...],
     cache: bool,
+    context: ContextChoice = ContextChoice(),
+    parallel_tools: bool = True,
 ) -> CallPlan:
     """The run's shared call parts; `ValidationFailed` for what the model cannot do."""
     record.check_usable()
@@ -88,8 +112,32 @@ def plan_run(
         context_window=record.max_input_tokens,
         structured=output_format is not None,
         cache=cache,
+        context=_context(record, context, thinking=_thinking_on(thinking_param)),
+        parallel_tools=parallel_tools,
         notices=tuple(notices),
     )
+
+
+def _thinking_on(thinking: dict[str, Any] | None) -> bool:
+    return thinking is not None and thinking.get("type") != "disabled"
+
+
+def _context(record: ModelRecord, choice: ContextChoice, *, thinking: bool) -> ContextPlan | None:
+    """Compaction where the record has it (and `compact` is asked for), else context
+    editing, else the gateway's own clearing; None when the operator turned it off."""
+    if choice.mode == "off":
+        return None
+    trigger = choice.trigger_tokens or DEFAULT_TRIGGER
+    if record.max_input_tokens:
+        trigger = min(trigger, record.max_input_tokens * 3 // 4)
+    edits = record.context_edits
+    if choice.mode == "compact" and COMPACT_EDIT in edits:
+        return api_plan("compact", max(trigger, MIN_COMPACT_TRIGGER), choice.keep_tool_uses,
+                        thinking=False)  # fmt: skip
+    if CLEAR_TOOL_USES_EDIT in edits:
+        clear_thinking = thinking and CLEAR_THINKING_EDIT in edits
+        return api_plan("edit", trigger, choice.keep_tool_uses, thinking=clear_thinking)
+    return ContextPlan("gateway", trigger, choice.keep_tool_uses)
 
 
 def _thinking(

@@ -144,6 +144,10 @@ class TurnTranslator:
         self.model: str | None = None
         self.stop_reason: str | None = None
         self.usage: dict[str, int] = {}
+        """The call's tokens as billed: the answering call's, plus compaction's own."""
+        self.context_tokens = 0
+        self._compaction_usage: dict[str, int] = {}
+        self._edits: list[Event] = []
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
         self.texts: list[str] = []
@@ -187,6 +191,10 @@ class TurnTranslator:
             event = feed(raw)
             if event is not None:
                 into.append(event)
+            if self._edits:  # a message_delta may report several edits at once
+                into.extend(self._edits)
+                self.emitted += len(self._edits)
+                self._edits.clear()
         self._unpacked += len(payloads)
         if self._unpacked >= PACK_AFTER:  # not per read: a paced stream reads one event
             self._unpacked = 0
@@ -256,6 +264,12 @@ class TurnTranslator:
         if kind == "signature_delta":
             self._blocks[index]["signature"] = delta["signature"]
             return events.thinking_signature(delta["signature"])
+        if kind == "compaction_delta":  # kept whole, back to the API verbatim
+            if delta.get("content") is not None:
+                self._parts[index].append(delta["content"])
+            if delta.get("encrypted_content") is not None:
+                self._blocks[index]["encrypted_content"] = delta["encrypted_content"]
+            return None
         if kind == "citations_delta":
             self._blocks[index].setdefault("citations", []).append(delta["citation"])
             return events.citation(delta["citation"], self.turn)
@@ -301,6 +315,8 @@ class TurnTranslator:
             return events.tool_call("tool_use", tool, self.turn, server=True)
         if isinstance(kind, str) and kind.endswith("_tool_result"):
             return self._server_result(block)
+        if kind == "compaction" and joined:
+            block["content"] = (block.get("content") or "") + joined
         return None
 
     def _server_result(self, block: dict[str, Any]) -> Event:
@@ -329,12 +345,42 @@ class TurnTranslator:
         self.message_id = message.get("id")
         self.model = message.get("model")
         self._take_usage(message.get("usage"))
+        self.context_tokens = sum(self.usage.values())
 
     def _message_delta(self, raw: dict[str, Any]) -> None:
         delta = raw.get("delta") or {}
         if delta.get("stop_reason") is not None:
             self.stop_reason = delta["stop_reason"]
         self._take_usage(raw.get("usage"))
+        usage = raw.get("usage") or {}
+        iterations = usage.get("iterations") if isinstance(usage, dict) else None
+        compactions = [i for i in iterations or () if i.get("type") == "compaction"]
+        if compactions:
+            self._compaction_usage = {
+                key: sum(int(i.get(key) or 0) for i in compactions) for key in events.USAGE_KEYS
+            }
+            self._edits.append(events.context_edited(
+                self.turn, "compact", None, None, usage=dict(self._compaction_usage)
+            ))  # fmt: skip
+        applied = (raw.get("context_management") or {}).get("applied_edits") or ()
+        for edit in applied:
+            strategy = str(edit.get("type", "")).rsplit("_", 1)[0]
+            extra = {}
+            if "cleared_thinking_turns" in edit:
+                extra["cleared_thinking_turns"] = edit["cleared_thinking_turns"]
+            self._edits.append(events.context_edited(
+                self.turn, strategy, edit.get("cleared_input_tokens"),
+                edit.get("cleared_tool_uses"), **extra,
+            ))  # fmt: skip
+        self._count()
+
+    def _count(self) -> None:
+        """The call's own tokens are the context; compaction's are billed on top (the API
+        reports them apart, in `usage.iterations`)."""
+        self.context_tokens = sum(self.usage.values())
+        for key, value in self._compaction_usage.items():
+            self.usage[key] = self.usage.get(key, 0) + value
+        self._compaction_usage = {}
 
     def _take_usage(self, usage: Any) -> None:
         # message_delta usage is cumulative for the call: later values replace earlier ones.

@@ -65,7 +65,10 @@ class MessagesHTTP:
     async def close(self) -> None:
         await self._http.close()
 
-    async def stream(self, body: dict[str, Any], on_payloads: OnPayloads) -> None:
+    async def stream(
+        self, body: dict[str, Any], on_payloads: OnPayloads,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:  # fmt: skip
         decoder = SSEDecoder()
 
         def on_body(chunk: bytes) -> None:
@@ -76,7 +79,9 @@ class MessagesHTTP:
         data = orjson.dumps(body | {"stream": True})
         received: dict[str, str] = {}  # the answer's headers, for its request-id
         try:
-            answer = await self._http.post(self.url, data, self._headers, on_body, received)
+            # a call's own headers (its betas) checked and formatted with it
+            headers = self._headers + header_block(extra_headers) if extra_headers else self._headers
+            answer = await self._http.post(self.url, data, headers, on_body, received)
         except UpstreamFailure as exc:  # the stream's own `error` event
             _with_request_id(exc, received)
             raise

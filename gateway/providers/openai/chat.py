@@ -57,6 +57,8 @@ def chat_body(
     if functions:
         body["tools"] = functions
         body["tool_choice"] = call.tool_choice
+        if not call.parallel_tools:
+            body["parallel_tool_calls"] = False
     if call.thinking is not None and call.thinking.get("type") != "disabled":
         dropped["thinking_config"] += 1
     if call.output_schema is not None:

@@ -73,6 +73,10 @@ class ChatTurn:
         self._finished = False
 
     @property
+    def context_tokens(self) -> int:
+        return sum(self.usage.values())
+
+    @property
     def content(self) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = [{"type": "text", "text": t} for t in self.texts]
         return [*blocks, *self.tool_uses]

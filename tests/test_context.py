@@ -1,0 +1,206 @@
+"""Research that outlasts the context window: a run whose tool results add up to more than
+the model's window completes, by server-side compaction, by context editing, or by the
+gateway's own clearing on an upstream without either, and its session goes on with the
+next question. The fakes count the prompt and refuse one over the window, as the APIs do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from pytest_aiohttp import AiohttpServer
+
+from gateway.context import CLEARED, clear_old_tool_results
+from tests.conftest import GatewayFactory, stream
+from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.fakes.models import model_info
+from tests.fakes.openai import Call, FakeOpenAI
+from tests.fakes.openai import Reply as OReply
+from tests.fakes.tools import Big, Echo
+from tools.registry import ToolRegistry
+
+Client = TestClient[Any, Any]
+WINDOW = 120_000
+RESULT_CHARS = 100_000  # about 25,000 tokens a result
+ROUNDS = 8  # 8 results: about 200,000 tokens, well over the window
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry([Echo(), Big()], timeout_s=5.0, max_result_chars=RESULT_CHARS)
+
+
+@pytest.fixture
+def fake() -> FakeAnthropic:
+    fake = FakeAnthropic(count_tokens=True)
+    fake.models["claude-small"] = model_info("claude-small", max_input_tokens=WINDOW)
+    fake.models["claude-edits"] = model_info(
+        "claude-edits", max_input_tokens=WINDOW, compaction=False
+    )
+    fake.models["claude-plain"] = model_info(
+        "claude-plain", max_input_tokens=WINDOW, compaction=False, editing=False
+    )
+    return fake
+
+
+def long_research(fake: FakeAnthropic, answer: str = "Done.") -> None:
+    for n in range(ROUNDS):
+        fake.add(Reply([Text(f"Reading part {n}."), ToolUse("big", {"size": RESULT_CHARS + n})]))
+    fake.add(Reply([Text(answer)]))
+
+
+def edited(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "context_edited"]
+
+
+async def gateway(make_gateway: GatewayFactory, model: str, **settings: Any) -> Client:
+    return await make_gateway(
+        sdk_model=model, sdk_max_turns=ROUNDS + 2, gateway_context_trigger_tokens=60_000,
+        gateway_prompt_cache=False, **settings,
+    )  # fmt: skip
+
+
+async def test_without_context_management_the_window_ends_the_run(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await gateway(make_gateway, "claude-small", gateway_context="off")
+    long_research(fake)
+    events = await stream(client, query="read the whole filing")
+    assert events[-1]["type"] == "error"
+    assert "prompt is too long" in events[-1]["error"]["message"]
+    assert "context_management" not in fake.requests[0]
+
+
+async def test_compaction_carries_a_long_run_and_its_session(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await gateway(make_gateway, "claude-small")
+    long_research(fake)
+    events = await stream(client, query="read the whole filing")
+    final = events[-1]
+    assert final["type"] == "final" and final["outcome"] == "completed", final
+    assert final["result"].endswith("Done.")
+    compactions = edited(events)
+    assert compactions and {e["strategy"] for e in compactions} == {"compact"}
+    first = fake.requests[0]
+    assert first["context_management"] == {
+        "edits": [
+            {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 60_000}}
+        ]
+    }
+    assert "compact-2026-01-12" in fake.headers[0]["anthropic-beta"]
+    # The compaction block went back exactly as it came, at the start of its turn's content.
+    blocks = [
+        b
+        for request in fake.requests[1:]
+        for m in request["messages"]
+        if m["role"] == "assistant" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "compaction"
+    ]
+    assert blocks and all(set(b) == {"type", "content"} for b in blocks)
+    assert blocks[0]["content"].startswith("Summary of the")
+    # Compaction's own tokens are billed: counted in the turn and the run's totals.
+    turns = [e for e in events if e["type"] == "turn_complete"]
+    compacted = compactions[0]
+    own = compacted["usage"]["input_tokens"] + compacted["usage"]["output_tokens"]
+    turn = next(t for t in turns if t["turn"] == compacted["turn"])
+    assert turn["usage"]["input_tokens"] >= compacted["usage"]["input_tokens"]
+    assert final["usage"]["input_tokens"] == sum(t["usage"]["input_tokens"] for t in turns)
+    assert own > 50_000  # it read the context it closed
+    # The session goes on: the next question's history holds the compaction block.
+    fake.add(Reply([Text("And the next answer.")]))
+    more = await stream(client, query="and then?", sessionId=final["session_id"])
+    assert more[-1]["type"] == "final" and more[-1]["outcome"] == "completed"
+    history = fake.requests[-1]["messages"]
+    assert any(b.get("type") == "compaction" for m in history if isinstance(m["content"], list)
+               for b in m["content"])  # fmt: skip
+    assert fake.applied[-1].body["messages"][0]["content"][0]["type"] == "compaction"
+
+
+async def test_context_editing_where_the_model_has_no_compaction(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await gateway(make_gateway, "claude-edits")
+    long_research(fake)
+    events = await stream(client, query="read the whole filing")
+    final = events[-1]
+    assert final["type"] == "final" and final["outcome"] == "completed", final
+    clears = edited(events)
+    assert clears and {e["strategy"] for e in clears} == {"clear_tool_uses"}
+    assert all(e["cleared_tool_uses"] > 0 and e["cleared_input_tokens"] > 20_000 for e in clears)
+    edit = fake.requests[0]["context_management"]["edits"][0]
+    assert edit["type"] == "clear_tool_uses_20250919" and edit["keep"]["value"] == 3
+    assert fake.headers[0]["anthropic-beta"] == "context-management-2025-06-27"
+    fake.add(Reply([Text("Next.")]))
+    more = await stream(client, query="and then?", sessionId=final["session_id"])
+    assert more[-1]["type"] == "final" and more[-1]["outcome"] == "completed"
+
+
+async def test_the_gateway_clears_old_results_for_a_model_without_either(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await gateway(make_gateway, "claude-plain")
+    long_research(fake)
+    events = await stream(client, query="read the whole filing")
+    assert events[-1]["type"] == "final" and events[-1]["outcome"] == "completed", events[-1]
+    assert {e["strategy"] for e in edited(events)} == {"gateway_clear"}
+    assert all("context_management" not in r for r in fake.requests)
+    assert "anthropic-beta" not in fake.headers[0]
+
+
+@pytest.fixture
+def fake_openai() -> FakeOpenAI:
+    return FakeOpenAI(context_window=WINDOW)
+
+
+@pytest.fixture
+async def openai_server(fake_openai: FakeOpenAI, aiohttp_server: AiohttpServer) -> TestServer:
+    return await aiohttp_server(fake_openai.app())
+
+
+async def test_the_gateway_clears_old_results_on_the_openai_provider(
+    make_gateway: GatewayFactory, fake_openai: FakeOpenAI, openai_server: TestServer
+) -> None:
+    settings = {
+        "openai_base_url": str(openai_server.make_url("/v1")),
+        "openai_api_key": fake_openai.api_key, "openai_model": "gpt-test",
+        "gateway_upstream": "openai",
+    }  # fmt: skip
+    for n in range(ROUNDS):
+        fake_openai.add(OReply(text=f"Part {n}.", calls=[Call("big", {"size": RESULT_CHARS + n})]))
+    fake_openai.add(OReply(text="Done."))
+    client = await gateway(make_gateway, "claude-small", **settings)
+    events = await stream(client, query="read the whole filing")
+    assert events[-1]["type"] == "final" and events[-1]["outcome"] == "completed", events[-1]
+    clears = edited(events)
+    assert clears and all(e["strategy"] == "gateway_clear" for e in clears)
+    assert not fake_openai.rejected
+    fake_openai.add(OReply(text="Next."))
+    more = await stream(client, query="and then?", sessionId=events[-1]["session_id"])
+    assert more[-1]["type"] == "final" and more[-1]["outcome"] == "completed"
+    assert not fake_openai.rejected
+    # Off, the same run overflows the window: the clearing is what carried it.
+    off = await gateway(make_gateway, "claude-small", **settings, gateway_context="off")
+    for n in range(ROUNDS):
+        fake_openai.add(OReply(text=f"Part {n}.", calls=[Call("big", {"size": RESULT_CHARS + n})]))
+    fake_openai.add(OReply(text="Done."))
+    failed = await stream(off, query="read the whole filing")
+    assert failed[-1]["type"] == "error" and fake_openai.rejected
+
+
+def test_clearing_keeps_the_newest_results_and_replaces_messages() -> None:
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 4_000}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "q"}]
+    for n in range(4):
+        use = {"type": "tool_use", "id": f"t{n}", "name": "big", "input": {}}
+        messages.append({"role": "assistant", "content": [use]})
+        messages.append({"role": "user", "content": [{**result, "tool_use_id": f"t{n}"}]})
+    original = messages[1 + 1]
+    cleared = clear_old_tool_results(messages, keep=1)
+    assert cleared.tool_uses == 3 and cleared.input_tokens > 2_900
+    contents = [m["content"][0]["content"] for m in messages[2::2]]
+    assert contents == [CLEARED, CLEARED, CLEARED, "x" * 4_000]
+    assert original["content"][0]["content"] == "x" * 4_000  # replaced, not changed
+    assert clear_old_tool_results(messages, keep=1).tool_uses == 0
