@@ -17,6 +17,7 @@ import aiohttp
 
 from bench import report
 from bench.case_cache import prompt_cache
+from bench.case_context import compaction
 from bench.case_instructions import instructions
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
@@ -38,6 +39,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "reattach": reattach,
     "shared": shared_state,
     "prompt_cache": prompt_cache,
+    "compaction": compaction,
     "takeover": takeover,
     "workers": two_workers,
     "soak": soak,

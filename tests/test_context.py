@@ -204,3 +204,26 @@ def test_clearing_keeps_the_newest_results_and_replaces_messages() -> None:
     assert contents == [CLEARED, CLEARED, CLEARED, "x" * 4_000]
     assert original["content"][0]["content"] == "x" * 4_000  # replaced, not changed
     assert clear_old_tool_results(messages, keep=1).tool_uses == 0
+
+
+async def billed_input(make_gateway: GatewayFactory, fake: FakeAnthropic, mode: str) -> int:
+    client = await make_gateway(
+        sdk_model="claude-test-model", sdk_max_turns=ROUNDS + 2, gateway_context=mode,
+        gateway_context_trigger_tokens=60_000, gateway_prompt_cache=False,
+    )  # fmt: skip
+    long_research(fake)
+    events = await stream(client, query="read the whole filing")
+    assert events[-1]["type"] == "final" and events[-1]["outcome"] == "completed"
+    usage = events[-1]["usage"]
+    return int(usage["input_tokens"] + usage["cache_read_input_tokens"])
+
+
+async def test_what_compaction_saves_over_a_long_run(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    """The same nine-call run on a 1M-token model, with and without compaction: input
+    tokens billed, compaction's own included (bench/README reports these numbers)."""
+    without = await billed_input(make_gateway, fake, "off")
+    with_compaction = await billed_input(make_gateway, fake, "compact")
+    print(f"input tokens billed: off {without:,}, compact {with_compaction:,}")
+    assert with_compaction < 0.6 * without

@@ -6,6 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from anthropic.types import (
+    ToolChoiceAnyParam,
+    ToolChoiceAutoParam,
+    ToolChoiceNoneParam,
+    ToolChoiceToolParam,
+)
+
+TOOL_CHOICES: dict[str, Any] = {
+    "auto": ToolChoiceAutoParam, "any": ToolChoiceAnyParam, "tool": ToolChoiceToolParam,
+    "none": ToolChoiceNoneParam,
+}  # fmt: skip
+
 
 def _yes(value: bool) -> dict[str, bool]:
     return {"supported": value}
@@ -104,7 +116,7 @@ def request_problem(info: dict[str, Any], body: dict[str, Any]) -> str | None:
             f"max_tokens: {body['max_tokens']} > {info['max_tokens']}, which is the maximum "
             f"allowed number of output tokens for {info['id']}"
         )
-    problem = _thinking_problem(info, body.get("thinking"))
+    problem = _thinking_problem(info, body.get("thinking")) or _tool_choice_problem(body)
     if problem:
         return problem
     config = body.get("output_config") or {}
@@ -130,4 +142,24 @@ def _thinking_problem(info: dict[str, Any], thinking: Any) -> str | None:
             kind == "enabled" and types["adaptive"]["supported"]
         ) else ""  # fmt: skip
         return f"thinking.type.{kind} is not supported for this model.{hint}"
+    return None
+
+
+def _tool_choice_problem(body: dict[str, Any]) -> str | None:
+    """`tool_choice` as the SDK's `ToolChoice*Param` types have it (`none` takes no
+    `disable_parallel_tool_use`), and only with tools."""
+    choice = body.get("tool_choice")
+    if choice is None:
+        return None
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in TOOL_CHOICES:
+        return f"tool_choice.type: Input tag {kind!r} found using 'type' does not match"
+    extra = set(choice) - set(TOOL_CHOICES[kind].__annotations__)
+    if extra:
+        return f"tool_choice.{kind}.{sorted(extra)[0]}: Extra inputs are not permitted"
+    flag = choice.get("disable_parallel_tool_use")
+    if flag is not None and not isinstance(flag, bool):
+        return f"tool_choice.{kind}.disable_parallel_tool_use: Input should be a valid boolean"
+    if not body.get("tools"):
+        return "tool_choice may only be specified while providing tools."
     return None

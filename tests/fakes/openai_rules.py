@@ -200,6 +200,15 @@ def _tools(body: dict[str, Any]) -> None:
         _extra(set(function), {"name", "description", "parameters", "strict"}, where)
         if not TOOL_NAME.match(str(function.get("name"))):
             raise Invalid(f"Invalid '{where}.function.name'.", f"{where}.function.name")
+    if "parallel_tool_calls" in body:
+        if not tools:
+            raise Invalid(
+                "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only "
+                "allowed when 'tools' are specified.",
+                "parallel_tool_calls",
+            )
+        if not isinstance(body["parallel_tool_calls"], bool):
+            raise Invalid("Invalid type for 'parallel_tool_calls'.", "parallel_tool_calls")
     choice = body.get("tool_choice")
     if choice is None:
         return
