@@ -106,6 +106,15 @@ const handlers = {
     const detail = [ev.stop_reason, plural(ev.tool_count ?? 0, 'tool'), tokensText(ev.usage)].join(' · ');
     timeline.add('turn-done', `Turn ${ev.turn} done`, detail);
   },
+  context_edited(run, ev) {
+    const what = ev.strategy === 'compact'
+      ? 'older conversation summarised'
+      : [ev.cleared_tool_uses != null ? plural(ev.cleared_tool_uses, 'tool result') : null,
+         ev.cleared_thinking_turns != null ? plural(ev.cleared_thinking_turns, 'thinking turn') : null,
+         ev.cleared_input_tokens != null ? `${ev.cleared_input_tokens.toLocaleString()} tokens` : null]
+          .filter(Boolean).join(' · ') + ' cleared';
+    timeline.add('context', `Context: ${ev.strategy}`, `turn ${ev.turn} · ${what}`);
+  },
   warning(run, ev) {
     timeline.add('warning', `Warning: ${ev.code}`, ev.message ?? '', { status: 'warning' });
     run.view.notice('warning', ev.code ?? 'warning', ev.message ?? '');

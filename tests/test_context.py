@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpServer
@@ -227,3 +228,52 @@ async def test_what_compaction_saves_over_a_long_run(
     with_compaction = await billed_input(make_gateway, fake, "compact")
     print(f"input tokens billed: off {without:,}, compact {with_compaction:,}")
     assert with_compaction < 0.6 * without
+
+
+async def test_edit_mode_with_thinking_clears_thinking_first(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    """`GATEWAY_CONTEXT=edit` on a model with compaction: context editing, and with thinking
+    on, `clear_thinking_20251015` first (the fake refuses it anywhere else)."""
+    client = await gateway(make_gateway, "claude-small", gateway_context="edit")
+    fake.add(Reply([Text("Hi.")]))
+    events = await stream(client, query="q", thinking="adaptive")
+    assert events[-1]["type"] == "final", events[-1]
+    edits = fake.requests[0]["context_management"]["edits"]
+    assert [e["type"] for e in edits] == ["clear_thinking_20251015", "clear_tool_uses_20250919"]
+    assert fake.headers[0]["anthropic-beta"] == "context-management-2025-06-27"
+
+
+async def test_the_fake_refuses_what_the_api_refuses(
+    fake: FakeAnthropic, fake_server: TestServer
+) -> None:
+    """Strict as the API: no beta header, a trigger under the floor, a strategy the model
+    lacks, a key the SDK's edit type does not have, a compaction block without its beta."""
+    base = {
+        "model": "claude-plain",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "q"}],
+    }
+    compact = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 60_000}}
+    small = {**base, "model": "claude-small"}
+    beta = "compact-2026-01-12"
+    cases = [
+        ({**base, "model": "claude-small", "context_management": {"edits": [compact]}}, "", "beta"),
+        ({**base, "model": "claude-small", "context_management": {"edits": [
+            {**compact, "trigger": {"type": "input_tokens", "value": 1_000}}]}},
+         "compact-2026-01-12", "at least"),
+        ({**base, "context_management": {"edits": [compact]}}, beta, "not supported"),
+        ({**small, "context_management": {"edits": [{**compact, "keep": 1}]}}, beta, "Extra"),
+        ({**base, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "compaction", "content": "s"}]},
+            {"role": "user", "content": "r"}]}, "", "compaction"),
+    ]  # fmt: skip
+    fake.add(*[Reply([Text("x")]) for _ in cases])  # none is used: each is refused
+    async with aiohttp.ClientSession() as session:
+        for body, header, words in cases:
+            headers = {"anthropic-beta": header} if header else {}
+            url = fake_server.make_url("/v1/messages")
+            async with session.post(url, json=body, headers=headers) as answer:
+                assert answer.status == 400, body
+                assert words in (await answer.json())["error"]["message"]
