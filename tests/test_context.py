@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from pytest_aiohttp import AiohttpServer
 
 from gateway.context import CLEARED, clear_old_tool_results
+from gateway.providers.anthropic.stream import TurnTranslator
 from tests.conftest import GatewayFactory, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.fakes.models import model_info
@@ -277,3 +279,43 @@ async def test_the_fake_refuses_what_the_api_refuses(
             async with session.post(url, json=body, headers=headers) as answer:
                 assert answer.status == 400, body
                 assert words in (await answer.json())["error"]["message"]
+
+
+def test_the_translator_keeps_compaction_verbatim_and_bills_its_tokens() -> None:
+    raw = [
+        {"type": "message_start", "message": {"id": "m", "model": "x", "usage": {
+            "input_tokens": 900, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "compaction", "content": None}},
+        {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "compaction_delta", "content": "The summary.", "encrypted_content": "E1"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "context_management": {"applied_edits": [{"type": "clear_thinking_20251015",
+                                                    "cleared_input_tokens": 40,
+                                                    "cleared_thinking_turns": 2}]},
+         "usage": {"output_tokens": 7, "iterations": [
+             {"type": "compaction", "input_tokens": 150_000, "output_tokens": 300,
+              "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+             {"type": "message", "input_tokens": 900, "output_tokens": 7,
+              "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}]}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    turn = TurnTranslator(3)
+    out: list[Any] = []
+    turn.feed_payloads([orjson.dumps(r) for r in raw], out)
+    turn.finish()
+    assert turn.content[0] == {
+        "type": "compaction",
+        "content": "The summary.",
+        "encrypted_content": "E1",
+    }
+    assert turn.usage["input_tokens"] == 150_900 and turn.usage["output_tokens"] == 307
+    assert turn.context_tokens == 907
+    edits = [e for e in out if e["type"] == "context_edited"]
+    assert [e["strategy"] for e in edits] == ["compact", "clear_thinking"]
+    assert edits[0]["usage"]["input_tokens"] == 150_000 and edits[0]["turn"] == 3
+    assert edits[1]["cleared_thinking_turns"] == 2 and edits[1]["cleared_tool_uses"] is None

@@ -126,8 +126,8 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     while True:
         cleared = _gateway_clear(plan, state)
         if _context_full(plan, state):
-            if opening:
-                emit(opening)
+            if opening or cleared:
+                emit([*opening, *cleared])
             state.outcome = "context_exceeded"
             return
         state.turns += 1
