@@ -13,11 +13,23 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Tool", "ToolContext", "ToolFailure", "ToolInput"]
+__all__ = ["RichResult", "Tool", "ToolContext", "ToolFailure", "ToolInput"]
 
 
 class ToolFailure(Exception):
     """An expected tool failure; `str(exc)` is what the model reads."""
+
+
+@dataclass(frozen=True)
+class RichResult:
+    """A result with more than text: the Messages API's `tool_result` content blocks (text
+    and image), as a tool served by an MCP server may answer."""
+
+    blocks: list[dict[str, Any]]
+
+    def text(self) -> str:
+        """The text blocks, for previews, caps and logs."""
+        return "\n\n".join(b["text"] for b in self.blocks if b.get("type") == "text")
 
 
 class ToolInput(BaseModel):
@@ -43,18 +55,20 @@ class ToolContext:
 
 
 class Tool(Generic[InputT]):
-    """One tool. Subclasses set `name`, `input_model`, a class docstring, and `run`."""
+    """One tool. Subclasses set `name`, `input_model`, a class docstring, and `run`.
 
-    name: ClassVar[str]
+    `name` is a class attribute of the gateway's own tools; a tool another process serves
+    (tools/mcp) sets it, its description and its schema per instance.
+    """
+
+    name: str
     input_model: ClassVar[type[ToolInput]]
 
-    @classmethod
-    def description(cls) -> str:
-        return " ".join((cls.__doc__ or cls.name).split())
+    def description(self) -> str:
+        return " ".join((type(self).__doc__ or self.name).split())
 
-    @classmethod
-    def input_schema(cls) -> dict[str, Any]:
-        schema = cls.input_model.model_json_schema()
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.input_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             # Multi-line field docstrings keep their line breaks; the model needs none.
@@ -62,5 +76,5 @@ class Tool(Generic[InputT]):
                 prop["description"] = " ".join(prop["description"].split())
         return schema
 
-    async def run(self, args: InputT, ctx: ToolContext) -> str:
+    async def run(self, args: InputT, ctx: ToolContext) -> str | RichResult:
         raise NotImplementedError

@@ -334,7 +334,7 @@ def _record(
     result: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": use["id"],
-        "content": outcome.content,
+        "content": outcome.content if outcome.blocks is None else outcome.blocks,
     }
     tool = {"id": use["id"], "name": use["name"]}
     duration = round(outcome.duration_ms, 1)
