@@ -11,6 +11,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.config import ToolsConfig
+from tools.mcp.config import McpServerConfig, parse_servers
 
 DEFAULT_MODEL = "claude-sonnet-5"
 DEMO_MODEL = "demo"
@@ -180,6 +181,21 @@ class Settings(BaseSettings):
     gateway_audit_queue_max: int = Field(50_000, ge=1)
     """Audit lines waiting for the writer at most; past it new lines are dropped (counted)."""
 
+    # MCP both ways: servers' tools in the loop (tools/mcp), the gateway's tools at /mcp.
+    gateway_mcp_servers: str | None = None
+    """JSON, or `@path` to a JSON file: a list of {`name`, `command` + `args` + `env` |
+    `url` + `headers` (or `bearer_token`), `tools` allow-list}. Their tools are offered as
+    `<name>__<tool>`."""
+    gateway_mcp_serve: bool = True
+    """Serve the gateway's own tools over MCP (Streamable HTTP) at `/mcp`."""
+    gateway_mcp_backoff_s: float = Field(1.0, gt=0)
+    """First wait before connecting again to an MCP server that failed; it doubles."""
+    gateway_mcp_backoff_max_s: float = Field(60.0, gt=0)
+    gateway_mcp_ping_s: float = Field(15.0, gt=0)
+    """An idle MCP connection is pinged this often; no answer in as long takes it down."""
+    gateway_mcp_startup_wait_s: float = Field(10.0, ge=0)
+    """How long startup waits for the MCP servers' first connections (they go on trying)."""
+
     @field_validator(
         "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams",
         "gateway_cors_origins", mode="before",
@@ -244,6 +260,15 @@ class Settings(BaseSettings):
                 "SDK_THINKING=off and SDK_THINKING_BUDGET=0, or another GATEWAY_UPSTREAM"
             )
         return self
+
+    @field_validator("gateway_mcp_servers")
+    @classmethod
+    def _mcp_servers_parse(cls, value: str | None) -> str | None:
+        parse_servers(value)  # a mistake stops startup, naming the setting
+        return value
+
+    def mcp_servers(self) -> tuple[McpServerConfig, ...]:
+        return parse_servers(self.gateway_mcp_servers)
 
     @property
     def server_tools(self) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from opentelemetry.trace import TracerProvider
 
 from gateway import __version__, pricing
 from gateway.errors import ValidationFailed
-from gateway.http import admission, fleet, keys, openapi
+from gateway.http import admission, fleet, keys, mcp, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
 from gateway.http.handlers import routes
@@ -30,6 +30,7 @@ from gateway.runs.tools import ToolsetLike
 from gateway.runs.wiring import RunWiring
 from gateway.settings import Settings
 from gateway.store.configured import configured_stores
+from tools.mcp import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def create_app(
         app.on_response_prepare.append(add_cors_headers)
     # Opened in this order and closed in reverse: the runs end before what they use.
     app.cleanup_ctx.append(_tools_ctx(toolset))
+    app.cleanup_ctx.append(_mcp_servers_ctx)
     app.cleanup_ctx.append(_upstreams_ctx)
     app.cleanup_ctx.append(_planner_ctx)
     app.cleanup_ctx.append(_runs_ctx)
@@ -73,6 +75,8 @@ def create_app(
         app.add_routes(fleet.install(app, routes()))
     else:
         app.add_routes(routes())
+    if settings.gateway_mcp_serve:
+        mcp.install(app)
     app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
     return app
 
@@ -102,6 +106,23 @@ def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
             yield
 
     return tools_ctx
+
+
+async def _mcp_servers_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The configured MCP servers, their tools in the registry while each is up."""
+    settings = app[keys.SETTINGS]
+    servers = McpServers(
+        settings.mcp_servers(),
+        app[keys.TOOLSET].registry,
+        backoff_s=(settings.gateway_mcp_backoff_s, settings.gateway_mcp_backoff_max_s),
+        ping_s=settings.gateway_mcp_ping_s,
+        client_version=__version__,
+    )
+    async with servers:
+        app[keys.MCP_SERVERS] = servers
+        if servers.servers:  # the first runs should find the tools that can be had
+            await servers.settled(settings.gateway_mcp_startup_wait_s)
+        yield
 
 
 async def _upstreams_ctx(app: web.Application) -> AsyncIterator[None]:

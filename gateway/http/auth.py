@@ -42,7 +42,8 @@ def caller_of(request: web.Request) -> str:
 
 def _protected(request: web.Request) -> bool:
     # Preflights carry no credentials by design; the CORS middleware answers them.
-    return request.path.startswith("/api/") and request.method != "OPTIONS"
+    path = request.path
+    return (path.startswith("/api/") or path == "/mcp") and request.method != "OPTIONS"
 
 
 @web.middleware
@@ -58,7 +59,9 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     usable = scheme.lower() == "bearer" and token.isascii() and token.isprintable()
     name = ring.identify(token) if usable else None
     if name is None:
-        raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/*")
+        raise GatewayError(
+            "AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/* and /mcp"
+        )
     trace.get_current_span().set_attribute("enduser.id", name)
     return await _as(request, handler, name)
 

@@ -240,8 +240,14 @@ def _not_found(run_id: str) -> GatewayError:
 
 
 async def list_tools(request: web.Request) -> web.Response:
-    toolset = request.app[keys.TOOLSET]
-    return json_response({"tools": toolset.registry.definitions(), "backends": toolset.backends})
+    """The tools as the model sees them, each with `server`: the MCP server it comes from
+    (None for the gateway's own); and the MCP servers' states."""
+    app = request.app
+    toolset = app[keys.TOOLSET]
+    registry = toolset.registry.snapshot()
+    tools = [{**d, "server": registry.source_of(d["name"])} for d in registry.definitions()]
+    servers = app[keys.MCP_SERVERS].report()
+    return json_response({"tools": tools, "backends": toolset.backends, "mcp_servers": servers})
 
 
 async def health(request: web.Request) -> web.Response:
@@ -254,10 +260,12 @@ async def health(request: web.Request) -> web.Response:
     shared = app[keys.RUNS].shared
     store_health = None if shared is None else await shared.check()
     store_down = store_health is not None and store_health["status"] == "down"
+    mcp = app[keys.MCP_SERVERS]
     body = {
         "ok": not health.degraded,
-        # Redis down degrades, but answers 200: runs go on in memory, so keep the worker.
-        "status": "degraded" if health.degraded or store_down else "healthy",
+        # Redis or an MCP server down degrades, but answers 200: runs go on (in memory,
+        # without that server's tools), so keep the worker.
+        "status": "degraded" if health.degraded or store_down or mcp.degraded else "healthy",
         "version": __version__,
         "model": settings.model,
         "model_record": _model_health(app),
@@ -270,6 +278,8 @@ async def health(request: web.Request) -> web.Response:
             for p in upstreams.providers
         ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
+        "mcp_servers": mcp.report(),
+        "mcp_serve": settings.gateway_mcp_serve,
         "active_runs": len(app[keys.RUNS].active()),
         "max_runs_per_process": settings.gateway_max_runs_per_process,
         "worker": {"pid": os.getpid(), "index": settings.gateway_worker_index},

@@ -53,8 +53,12 @@ class CancelResult(BaseModel):
 
 class ToolList(BaseModel):
     tools: list[dict[str, Any]]
-    """Tool definitions as the model sees them: name, description, input_schema."""
+    """Tool definitions as the model sees them: name, description, input_schema; and
+    `server`, the MCP server a tool comes from (null: the gateway's own)."""
     backends: dict[str, str]
+    mcp_servers: list[dict[str, Any]]
+    """Each configured MCP server: name, transport, state (starting, up, down), tools,
+    connects, since, last_error."""
 
 
 class ResearchResult(BaseModel):
@@ -255,8 +259,37 @@ def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dic
     }  # fmt: skip
 
 
+_JSON_RPC = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["jsonrpc"],
+            "properties": {"jsonrpc": {"const": "2.0"}},
+        }
+    }
+}
+_MCP: dict[str, Any] = {"/mcp": {
+    "post": {
+        "summary": "MCP (Streamable HTTP): one JSON-RPC message (initialize, ping, tools/list, "
+                   "tools/call; notifications) with Mcp-Session-Id after initialize",
+        "requestBody": {"required": True, "content": _JSON_RPC},
+        "responses": {"200": {"description": "The JSON-RPC answer", "content": _JSON_RPC},
+                      "202": {"description": "A notification, taken"},
+                      "400": {"description": "Not one JSON-RPC message, or no session"},
+                      "404": {"description": "An unknown or ended session"},
+                      **_errors("AUTHENTICATION_ERROR")},
+    },
+    "get": {"summary": "No server stream", "responses": {
+        "405": {"description": "The server sends nothing unasked"}}},
+    "delete": {"summary": "End an MCP session", "responses": {
+        "204": {"description": "Ended"}, "404": {"description": "No such session"}}},
+}}  # fmt: skip
+
+
 @functools.cache
-def document(keys_required: bool, tool_names: tuple[str, ...] = ()) -> dict[str, Any]:
+def document(
+    keys_required: bool, tool_names: tuple[str, ...] = (), *, mcp_served: bool = True
+) -> dict[str, Any]:
     """The whole document; `keys_required` adds the bearer scheme to /api/*."""
     pairs = [(m, "serialization") for m in _MODELS] + [(RunBody, "validation")]
     named, defs = models_json_schema(pairs, ref_template=REF)  # type: ignore[arg-type]
@@ -270,7 +303,7 @@ def document(keys_required: bool, tool_names: tuple[str, ...] = ()) -> dict[str,
         "openapi": "3.1.0",
         "info": {"title": "research-gateway", "version": __version__,
                  "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
-        "paths": _operations(body_schema, tool_names),
+        "paths": _operations(body_schema, tool_names) | (_MCP if mcp_served else {}),
         "components": components,
     }  # fmt: skip
     if keys_required:
@@ -281,5 +314,6 @@ def document(keys_required: bool, tool_names: tuple[str, ...] = ()) -> dict[str,
 
 async def serve(request: web.Request) -> web.Response:
     names = tuple(sorted(request.app[keys.TOOLSET].registry.names()))
-    doc = document(not request.app[keys.KEYRING].open, names)
+    served = request.app[keys.SETTINGS].gateway_mcp_serve
+    doc = document(not request.app[keys.KEYRING].open, names, mcp_served=served)
     return web.json_response(doc)

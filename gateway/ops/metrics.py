@@ -310,6 +310,11 @@ class Metrics:
             "Tool calls by outcome: success, error, timeout, invalid_input, unknown_tool, not_run.",
             ["tool", "outcome"],
         )
+        self.mcp_calls = Counter(
+            "sdk_mcp_calls_total",
+            "Calls of MCP servers' tools, by server, tool (the server's name) and outcome.",
+            ["server", "tool", "outcome"],
+        )
         self.tool_duration_s = Histogram(
             "sdk_tool_duration_seconds",
             "Tool call duration (s).",

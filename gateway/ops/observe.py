@@ -6,7 +6,7 @@ makes one-line calls and never touches either API.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -115,6 +115,7 @@ class RunObserver:
         endpoint: str,
         model: str,
         tool_names: frozenset[str],
+        tool_sources: Mapping[str, str] | None = None,
         parent: Context | None = None,
         trace_content: bool = False,
         upstream: str = "anthropic",
@@ -131,6 +132,8 @@ class RunObserver:
         self.trace_content = trace_content
         self._tracer = tracer
         self._tool_names = tool_names
+        self._tool_sources = tool_sources or {}
+        """Tool name -> MCP server, for the tools of MCP servers."""
         self.started = time.monotonic()
         self._first_event_seen = False
         self.audit = audit
@@ -215,6 +218,10 @@ class RunObserver:
         m = self.metrics
         m.tool_invocations.labels(label, status).inc()
         m.loop_tool_invocations.labels(label, result or "error").inc()
+        server = self._tool_sources.get(name)
+        if server is not None:
+            tool = name[len(server) + 2 :]  # after `<server>__`
+            m.mcp_calls.labels(server, tool, result or "error").inc()
         if outcome.error_type != "not_run":
             m.tool_duration_ms.labels(label).observe(outcome.duration_ms)
             m.tool_duration_s.labels(label).observe(outcome.duration_ms / 1000)

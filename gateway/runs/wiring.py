@@ -36,6 +36,7 @@ class RunWiring:
         self, run: Run, request: RunRequest, endpoint: str, parent: Context | None
     ) -> LoopDeps:
         settings, toolset, upstreams = self.settings, self.toolset, self.upstreams
+        registry = toolset.registry.snapshot()  # MCP servers' tools may come and go meanwhile
         observer = RunObserver(
             tracer=self.tracer,
             metrics=self.metrics,
@@ -43,7 +44,8 @@ class RunWiring:
             session_id=run.session_id,
             endpoint=endpoint,
             model=settings.model,
-            tool_names=frozenset(toolset.registry.names()),
+            tool_names=frozenset(registry.names()),
+            tool_sources=registry.sources(),
             parent=parent,
             trace_content=settings.gateway_trace_content,
             upstream=upstreams.providers[0].name,
@@ -54,5 +56,5 @@ class RunWiring:
             else RunAudit(self.audit, run.owner, run.id, run.session_id),
         )
         return LoopDeps(
-            upstreams.providers, toolset.registry, observer, toolset.services, self.prices
+            upstreams.providers, registry, observer, toolset.services, self.prices
         )

@@ -1,0 +1,282 @@
+"""`/mcp`: the gateway's own tools (SEC and search) served over MCP's Streamable HTTP
+transport, so an MCP client (Claude Desktop, Claude Code, an IDE, an agent framework) can
+call them directly, on the same backends as the runs.
+
+One JSON-RPC message per POST, answered as `application/json`: `initialize` (which opens a
+session, `Mcp-Session-Id`), `ping`, `tools/list`, `tools/call`; notifications and responses
+get 202. GET is 405 (the server sends nothing unasked), DELETE ends a session. Protocol
+versions 2024-11-05 to 2025-11-25. The messages are checked with the SDK's types.
+
+Behind the same key as /api/* (the auth middleware), each call within the key's limits
+(one call counts as one run start), with an audit line (`run_id` is the request's id,
+`session_id` the MCP session's), the tool metrics and a span. A browser page may call it
+only from a loopback origin or one of GATEWAY_CORS_ORIGINS (DNS rebinding).
+
+Sessions live in the process that opened them: with several workers, an MCP client must
+keep its connection (as HTTP clients do) or meet a 404 and initialize again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from secrets import token_hex
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp.types as types
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from gateway import __version__
+from gateway.access.limits import RateLimited
+from gateway.http import keys
+from gateway.http.auth import caller_of
+from gateway.ops.audit import RunAudit
+from tools.base import ToolContext
+from tools.registry import ToolOutcome, ToolRegistry
+
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST = VERSIONS[0]
+MAX_SESSIONS = 10_000
+SESSION_IDLE_S = 3600.0
+# Fields the SDK's types carry for protocol versions newer than the ones served here.
+_NEWER_FIELDS = ("resultType", "ttlMs", "cacheScope")
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class Sessions:
+    """Open sessions of this process: id -> (protocol version, caller, last use)."""
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[str, tuple[str, str, float]] = OrderedDict()
+
+    def open(self, version: str, caller: str) -> str:
+        session_id = token_hex(16)
+        self._open[session_id] = (version, caller, time.monotonic())
+        now = time.monotonic()
+        while self._open and (
+            len(self._open) > MAX_SESSIONS
+            or now - next(iter(self._open.values()))[2] > SESSION_IDLE_S
+        ):
+            self._open.popitem(last=False)
+        return session_id
+
+    def use(self, session_id: str, caller: str) -> bool:
+        """True for an open session of this caller (and it counts as used now)."""
+        found = self._open.get(session_id)
+        if found is None or found[1] != caller:
+            return False
+        self._open[session_id] = (found[0], caller, time.monotonic())
+        self._open.move_to_end(session_id)
+        return True
+
+    def close(self, session_id: str, caller: str) -> bool:
+        if not self.use(session_id, caller):
+            return False
+        del self._open[session_id]
+        return True
+
+
+SESSIONS = web.AppKey("mcp_sessions", Sessions)
+
+
+def install(app: web.Application) -> None:
+    app[SESSIONS] = Sessions()
+    app.router.add_post("/mcp", post)
+    app.router.add_get("/mcp", get, allow_head=False)
+    app.router.add_delete("/mcp", delete)
+
+
+class _Refused(Exception):
+    """A JSON-RPC error answer."""
+
+    def __init__(self, code: int, message: str, data: Any = None, status: int = 200) -> None:
+        super().__init__(message)
+        self.error = types.ErrorData(code=code, message=message, data=data)
+        self.status = status
+
+
+def _rpc(message_id: Any, *, result: Any = None, error: types.ErrorData | None = None,
+         status: int = 200, headers: dict[str, str] | None = None) -> web.Response:  # fmt: skip
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": message_id}
+    if error is not None:
+        body["error"] = error.model_dump(mode="json", exclude_none=True)
+    else:
+        body["result"] = result
+    return web.Response(
+        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    data = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    for name in _NEWER_FIELDS:
+        data.pop(name, None)
+    return data
+
+
+def _check_origin(request: web.Request) -> None:
+    """A browser's request from a foreign page is refused (403): DNS rebinding."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    allowed = request.app[keys.SETTINGS].gateway_cors_origins
+    host = urlsplit(origin).hostname or ""
+    if host in _LOOPBACK or origin in allowed or "*" in allowed:
+        return
+    raise web.HTTPForbidden(reason=f"Origin {origin!r} may not use /mcp")
+
+
+def _session(request: web.Request) -> str:
+    """The request's open session, or a 400 (none given) or 404 (unknown or ended)."""
+    session_id = request.headers.get("Mcp-Session-Id")
+    if not session_id:
+        raise _Refused(-32000, "Bad Request: the Mcp-Session-Id header is required", status=400)
+    if not request.app[SESSIONS].use(session_id, caller_of(request)):
+        raise _Refused(-32001, "Session not found: initialize again", status=404)
+    version = request.headers.get("Mcp-Protocol-Version")
+    if version is not None and version not in VERSIONS:
+        raise _Refused(-32000, f"Unsupported protocol version {version!r}", status=400)
+    return session_id
+
+
+async def post(request: web.Request) -> web.Response:
+    _check_origin(request)
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(reason="POST /mcp takes application/json")
+    try:
+        message = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        return _rpc(None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error"),
+                    status=400)  # fmt: skip
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        error = types.ErrorData(code=types.INVALID_REQUEST, message="One JSON-RPC 2.0 message")
+        return _rpc(None, error=error, status=400)
+    if "method" not in message:
+        return web.Response(status=202)  # an answer to nothing this server asked
+    if "id" not in message:  # a notification: nothing to do but check its session
+        try:
+            _session(request)
+        except _Refused as refused:
+            return _rpc(None, error=refused.error, status=refused.status)
+        return web.Response(status=202)
+    message_id = message["id"]
+    try:
+        return await _answer(request, message_id, message["method"], message.get("params"))
+    except _Refused as refused:
+        return _rpc(message_id, error=refused.error, status=refused.status)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        error = types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {problems}")
+        return _rpc(message_id, error=error)
+
+
+async def _answer(request: web.Request, message_id: Any, method: Any, params: Any) -> web.Response:
+    if method == "initialize":
+        init = types.InitializeRequestParams.model_validate(params or {})
+        asked = init.protocol_version
+        version = asked if asked in VERSIONS else LATEST
+        session_id = request.app[SESSIONS].open(version, caller_of(request))
+        result = types.InitializeResult(
+            protocol_version=version,
+            capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+            server_info=types.Implementation(name="research-gateway", version=__version__),
+            instructions="SEC EDGAR filings, XBRL figures, full-text search and web search.",
+        )
+        return _rpc(message_id, result=_dump(result), headers={"Mcp-Session-Id": session_id})
+    session_id = _session(request)
+    if method == "ping":
+        return _rpc(message_id, result={})
+    if method == "tools/list":
+        return _rpc(message_id, result={"tools": _tool_list(_own(request))})
+    if method == "tools/call":
+        call = types.CallToolRequestParams.model_validate(params or {})
+        answer = await _call(request, session_id, call.name, call.arguments or {})
+        return _rpc(message_id, result=answer)
+    raise _Refused(types.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def _own(request: web.Request) -> ToolRegistry:
+    return request.app[keys.TOOLSET].registry.snapshot()
+
+
+def _tool_list(registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The gateway's own tools, with the input schemas /api/tools gives (not the tools of
+    the MCP servers it uses: those have servers of their own)."""
+    return [
+        {"name": d["name"], "description": d["description"], "inputSchema": d["input_schema"]}
+        for d in registry.definitions()
+        if registry.source_of(d["name"]) is None
+    ]
+
+
+async def _call(
+    request: web.Request, session_id: str, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    app = request.app
+    registry = _own(request)
+    if name not in registry or registry.source_of(name) is not None:
+        raise _Refused(types.INVALID_PARAMS, f"Unknown tool: {name}")
+    caller = caller_of(request)
+    gate = app[keys.LIMITS]
+    try:
+        admission = await gate.admit(caller)
+    except RateLimited as exc:
+        raise _Refused(-32000, exc.message, exc.body(request[keys.REQUEST_ID])) from None
+    ctx = ToolContext(tool_use_id=request[keys.REQUEST_ID], services=app[keys.TOOLSET].services)
+    tracer = app[keys.TRACER]
+    try:
+        with tracer.start_as_current_span(
+            f"execute_tool {name}",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                        "gen_ai.tool.type": "function", "gateway.mcp_session": session_id},
+        ) as span:  # fmt: skip
+            outcome = await registry.call(name, arguments, ctx)
+            if outcome.is_error:
+                span.set_attribute("error.type", outcome.error_type or "tool_error")
+    finally:
+        gate.release(caller, admission.ticket)
+    _count(request, name, arguments, outcome, session_id)
+    content = outcome.blocks or [{"type": "text", "text": outcome.content}]
+    return {"content": content, "isError": outcome.is_error}
+
+
+def _count(
+    request: web.Request, name: str, arguments: dict[str, Any], outcome: ToolOutcome,
+    session_id: str,
+) -> None:  # fmt: skip
+    """The tool metrics and the audit line, as a run's tool call has them."""
+    app = request.app
+    metrics = app[keys.METRICS]
+    result = outcome.error_type if outcome.is_error else "success"
+    if result in ("tool_failure", "exception"):
+        result = "error"
+    metrics.tool_invocations.labels(name, "error" if outcome.is_error else "success").inc()
+    metrics.loop_tool_invocations.labels(name, result or "error").inc()
+    metrics.tool_duration_ms.labels(name).observe(outcome.duration_ms)
+    metrics.tool_duration_s.labels(name).observe(outcome.duration_ms / 1000)
+    if keys.AUDIT in app:
+        audit = RunAudit(app[keys.AUDIT], caller_of(request), request[keys.REQUEST_ID], session_id)
+        audit.tool_call(
+            name, arguments, result_bytes=len(outcome.content.encode()),
+            is_error=outcome.is_error, duration_ms=outcome.duration_ms, outcome=result or "error",
+        )  # fmt: skip
+
+
+async def get(request: web.Request) -> web.Response:
+    """No stream from the server: it sends nothing a client did not ask for."""
+    _check_origin(request)
+    raise web.HTTPMethodNotAllowed("GET", ["POST", "DELETE"])
+
+
+async def delete(request: web.Request) -> web.Response:
+    _check_origin(request)
+    session_id = request.headers.get("Mcp-Session-Id", "")
+    if not request.app[SESSIONS].close(session_id, caller_of(request)):
+        raise web.HTTPNotFound(reason="No such MCP session")
+    return web.Response(status=204)
