@@ -56,7 +56,7 @@ async def server_state(client: TestClient[Any, Any]) -> tuple[str, dict[str, Any
 async def until_state(client: TestClient[Any, Any], state: str) -> dict[str, Any]:
     async with asyncio.timeout(30):
         while True:
-            status, server = await server_state(client)
+            _, server = await server_state(client)
             if server["state"] == state:
                 return server
             await asyncio.sleep(0.05)
