@@ -19,6 +19,7 @@ from bench import report
 from bench.case_cache import prompt_cache
 from bench.case_context import compaction
 from bench.case_instructions import instructions
+from bench.case_mcp import mcp_call_cost
 from bench.case_relay import relay_cost
 from bench.case_shared import shared_state
 from bench.case_soak import soak
@@ -43,6 +44,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "takeover": takeover,
     "workers": two_workers,
     "soak": soak,
+    "mcp": mcp_call_cost,
 }
 
 

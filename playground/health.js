@@ -38,7 +38,16 @@ export async function loadHealth() {
     const chips = Object.entries(backendsOf(body)).map(([name, mode]) =>
       h('span', { class: 'chip', dataset: { mode: String(mode) } }, `${name}: ${typeof mode === 'object' ? JSON.stringify(mode) : mode}`),
     );
-    $('health-backends').replaceChildren(...chips);
+    // Each MCP server whose tools runs may use: its state, its tools on hover.
+    const servers = Array.isArray(body.mcp_servers) ? body.mcp_servers : [];
+    const mcpChips = servers.map((server) =>
+      h(
+        'span',
+        { class: 'chip', dataset: { mode: server.state === 'up' ? 'mcp' : 'down' }, title: (server.tools ?? []).join(', ') || (server.last_error ?? '') },
+        `mcp ${server.name}: ${server.state} (${plural((server.tools ?? []).length, 'tool')})`,
+      ),
+    );
+    $('health-backends').replaceChildren(...chips, ...mcpChips);
   } catch (err) {
     state.health = null;
     box.dataset.status = 'unreachable';
