@@ -18,6 +18,7 @@ keep its connection (as HTTP clients do) or meet a 404 and initialize again.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from secrets import token_hex
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway import __version__
 from gateway.access.limits import RateLimited
+from gateway.errors import ValidationFailed
 from gateway.http import keys
 from gateway.http.auth import caller_of
 from gateway.ops.audit import RunAudit
@@ -85,8 +87,7 @@ SESSIONS = web.AppKey("mcp_sessions", Sessions)
 def install(app: web.Application) -> None:
     app[SESSIONS] = Sessions()
     app.router.add_post("/mcp", post)
-    app.router.add_get("/mcp", get, allow_head=False)
-    app.router.add_delete("/mcp", delete)
+    app.router.add_delete("/mcp", delete)  # GET: aiohttp's 405 (no stream from the server)
 
 
 class _Refused(Exception):
@@ -147,7 +148,12 @@ async def post(request: web.Request) -> web.Response:
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(reason="POST /mcp takes application/json")
     try:
-        message = orjson.loads(await request.read())
+        async with asyncio.timeout(request.app[keys.SETTINGS].gateway_body_timeout_s):
+            raw = await request.read()
+    except TimeoutError:
+        raise ValidationFailed("The request body did not arrive in time", status=408) from None
+    try:
+        message = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _rpc(None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error"),
                     status=400)  # fmt: skip
@@ -266,12 +272,6 @@ def _count(
             name, arguments, result_bytes=len(outcome.content.encode()),
             is_error=outcome.is_error, duration_ms=outcome.duration_ms, outcome=result or "error",
         )  # fmt: skip
-
-
-async def get(request: web.Request) -> web.Response:
-    """No stream from the server: it sends nothing a client did not ask for."""
-    _check_origin(request)
-    raise web.HTTPMethodNotAllowed("GET", ["POST", "DELETE"])
 
 
 async def delete(request: web.Request) -> web.Response:

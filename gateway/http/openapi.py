@@ -259,31 +259,45 @@ def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dic
     }  # fmt: skip
 
 
-_JSON_RPC = {
+_JSON_RPC_SCHEMA = {
+    "type": "object",
+    "required": ["jsonrpc"],
+    "properties": {"jsonrpc": {"const": "2.0"}},
+}
+_JSON_RPC = {"application/json": {"schema": _JSON_RPC_SCHEMA}}
+_JSON_RPC_OR_ERROR = {
     "application/json": {
-        "schema": {
-            "type": "object",
-            "required": ["jsonrpc"],
-            "properties": {"jsonrpc": {"const": "2.0"}},
-        }
+        "schema": {"anyOf": [_JSON_RPC_SCHEMA, {"$ref": REF.format(model="ErrorResponse")}]}
     }
 }
-_MCP: dict[str, Any] = {"/mcp": {
-    "post": {
-        "summary": "MCP (Streamable HTTP): one JSON-RPC message (initialize, ping, tools/list, "
-                   "tools/call; notifications) with Mcp-Session-Id after initialize",
-        "requestBody": {"required": True, "content": _JSON_RPC},
-        "responses": {"200": {"description": "The JSON-RPC answer", "content": _JSON_RPC},
-                      "202": {"description": "A notification, taken"},
-                      "400": {"description": "Not one JSON-RPC message, or no session"},
-                      "404": {"description": "An unknown or ended session"},
-                      **_errors("AUTHENTICATION_ERROR")},
-    },
-    "get": {"summary": "No server stream", "responses": {
-        "405": {"description": "The server sends nothing unasked"}}},
-    "delete": {"summary": "End an MCP session", "responses": {
-        "204": {"description": "Ended"}, "404": {"description": "No such session"}}},
-}}  # fmt: skip
+
+
+def _mcp_paths() -> dict[str, Any]:
+    errors = _errors("AUTHENTICATION_ERROR", "PERMISSION_ERROR")
+    for status, description in (
+        ("408", "The body did not arrive in time"),
+        ("413", "The body is too large"),
+        ("415", "The body is not application/json"),
+    ):
+        errors[status] = {"description": description, "content": _json("ErrorResponse")}
+    return {"/mcp": {
+        "post": {
+            "summary": "MCP (Streamable HTTP): one JSON-RPC message (initialize, ping, "
+                       "tools/list, tools/call; notifications), Mcp-Session-Id after initialize",
+            "requestBody": {"required": True, "content": _JSON_RPC},
+            "responses": {**errors,
+                          "200": {"description": "The JSON-RPC answer", "content": _JSON_RPC},
+                          "202": {"description": "A notification, taken"},
+                          "400": {"description": "Not one JSON-RPC message, or no session",
+                                  "content": _JSON_RPC_OR_ERROR},
+                          "404": {"description": "An unknown or ended session",
+                                  "content": _JSON_RPC_OR_ERROR}},
+        },
+        "delete": {"summary": "End an MCP session", "responses": {
+            **_errors("AUTHENTICATION_ERROR", "PERMISSION_ERROR"),
+            "204": {"description": "Ended"},
+            "404": {"description": "No such session", "content": _json("ErrorResponse")}}},
+    }}  # fmt: skip
 
 
 @functools.cache
@@ -303,7 +317,7 @@ def document(
         "openapi": "3.1.0",
         "info": {"title": "research-gateway", "version": __version__,
                  "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
-        "paths": _operations(body_schema, tool_names) | (_MCP if mcp_served else {}),
+        "paths": _operations(body_schema, tool_names) | (_mcp_paths() if mcp_served else {}),
         "components": components,
     }  # fmt: skip
     if keys_required:
