@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
@@ -87,6 +89,9 @@ class Slow(Tool[NoInput]):
         return "too late"
 
 
+TIME_SERVER = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"]}
+
+
 def script() -> list[Reply]:
     """What the model answers during one round of `run_round`, in order."""
     return [
@@ -94,7 +99,12 @@ def script() -> list[Reply]:
         # and retried, then the model calls a tool with bad input and one that does not
         # exist, and answers on its third turn.
         Reply(
-            [Text("Let me look."), ToolUse("lookup", {"ticker": "ACME"}), ToolUse("broken", {})],
+            [
+                Text("Let me look."),
+                ToolUse("lookup", {"ticker": "ACME"}),
+                ToolUse("broken", {}),
+                ToolUse("time__get_current_time", {"timezone": "UTC"}),
+            ],  # an MCP server's tool
             cache_read=120,
             cache_creation=40,
         ),
@@ -169,6 +179,7 @@ def settings(upstream: TestServer, fallback: TestServer, fallback_key: str) -> S
         sdk_model="claude-test-model",
         redis_url=None,
         gateway_prices_file=str(TEST_PRICES),  # the fake's model priced: the cost panel has data
+        gateway_mcp_servers=orjson.dumps([TIME_SERVER]).decode(),
     )
 
 
