@@ -22,7 +22,8 @@ import orjson
 
 from bench.run import Bench, Row
 from tools.base import Tool, ToolContext, ToolInput
-from tools.mcp import McpServers, parse_servers
+from tools.mcp.client import McpServers
+from tools.mcp.config import parse_servers
 from tools.registry import ToolRegistry
 
 SERVER = [{"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"]}]

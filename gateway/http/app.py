@@ -30,7 +30,6 @@ from gateway.runs.tools import ToolsetLike
 from gateway.runs.wiring import RunWiring
 from gateway.settings import Settings
 from gateway.store.configured import configured_stores
-from tools.mcp import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +110,14 @@ def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]
 async def _mcp_servers_ctx(app: web.Application) -> AsyncIterator[None]:
     """The configured MCP servers, their tools in the registry while each is up."""
     settings = app[keys.SETTINGS]
+    configs = settings.mcp_servers()
+    if not configs:  # the SDK is not even imported
+        yield
+        return
+    from tools.mcp.client import McpServers
+
     servers = McpServers(
-        settings.mcp_servers(),
+        configs,
         app[keys.TOOLSET].registry,
         backoff_s=(settings.gateway_mcp_backoff_s, settings.gateway_mcp_backoff_max_s),
         ping_s=settings.gateway_mcp_ping_s,
@@ -120,8 +125,7 @@ async def _mcp_servers_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     async with servers:
         app[keys.MCP_SERVERS] = servers
-        if servers.servers:  # the first runs should find the tools that can be had
-            await servers.settled(settings.gateway_mcp_startup_wait_s)
+        await servers.settled(settings.gateway_mcp_startup_wait_s)  # for the first runs
         yield
 
 

@@ -246,7 +246,8 @@ async def list_tools(request: web.Request) -> web.Response:
     toolset = app[keys.TOOLSET]
     registry = toolset.registry.snapshot()
     tools = [{**d, "server": registry.source_of(d["name"])} for d in registry.definitions()]
-    servers = app[keys.MCP_SERVERS].report()
+    mcp = app.get(keys.MCP_SERVERS)
+    servers = [] if mcp is None else mcp.report()
     return json_response({"tools": tools, "backends": toolset.backends, "mcp_servers": servers})
 
 
@@ -260,12 +261,13 @@ async def health(request: web.Request) -> web.Response:
     shared = app[keys.RUNS].shared
     store_health = None if shared is None else await shared.check()
     store_down = store_health is not None and store_health["status"] == "down"
-    mcp = app[keys.MCP_SERVERS]
+    mcp = app.get(keys.MCP_SERVERS)
+    mcp_down = mcp is not None and mcp.degraded
     body = {
         "ok": not health.degraded,
         # Redis or an MCP server down degrades, but answers 200: runs go on (in memory,
         # without that server's tools), so keep the worker.
-        "status": "degraded" if health.degraded or store_down or mcp.degraded else "healthy",
+        "status": "degraded" if health.degraded or store_down or mcp_down else "healthy",
         "version": __version__,
         "model": settings.model,
         "model_record": _model_health(app),
@@ -278,7 +280,7 @@ async def health(request: web.Request) -> web.Response:
             for p in upstreams.providers
         ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
-        "mcp_servers": mcp.report(),
+        "mcp_servers": [] if mcp is None else mcp.report(),
         "mcp_serve": settings.gateway_mcp_serve,
         "active_runs": len(app[keys.RUNS].active()),
         "max_runs_per_process": settings.gateway_max_runs_per_process,

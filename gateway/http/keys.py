@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gateway.runs.planner import RunPlanner
     from gateway.runs.tools import ToolsetLike
     from gateway.settings import Settings
-    from tools.mcp import McpServers
+    from tools.mcp.client import McpServers
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
@@ -40,7 +40,7 @@ BUILD: web.AppKey[Build] = web.AppKey("build")
 SPEND: web.AppKey[Spend] = web.AppKey("spend")  # only when GATEWAY_DAILY_USD_BUDGET is set
 KEYRING: web.AppKey[KeyRing] = web.AppKey("keyring")
 LIMITS: web.AppKey[Gate] = web.AppKey("limits")
-MCP_SERVERS: web.AppKey[McpServers] = web.AppKey("mcp_servers")
+MCP_SERVERS: web.AppKey[McpServers] = web.AppKey("mcp_servers")  # when any is configured
 AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware

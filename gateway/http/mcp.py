@@ -5,7 +5,8 @@ call them directly, on the same backends as the runs.
 One JSON-RPC message per POST, answered as `application/json`: `initialize` (which opens a
 session, `Mcp-Session-Id`), `ping`, `tools/list`, `tools/call`; notifications and responses
 get 202. GET is 405 (the server sends nothing unasked), DELETE ends a session. Protocol
-versions 2024-11-05 to 2025-11-25. The messages are checked with the SDK's types.
+versions 2024-11-05 to 2025-11-25. The messages are checked with the SDK's types (imported
+at the first request: they are slow to import, and most processes never serve one).
 
 Behind the same key as /api/* (the auth middleware), each call within the key's limits
 (one call counts as one run start), with an audit line (`run_id` is the request's id,
@@ -25,7 +26,6 @@ from secrets import token_hex
 from typing import Any
 from urllib.parse import urlsplit
 
-import mcp.types as types
 import orjson
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -90,20 +90,29 @@ def install(app: web.Application) -> None:
     app.router.add_delete("/mcp", delete)  # GET: aiohttp's 405 (no stream from the server)
 
 
+# JSON-RPC's error codes.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+
+def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error = {"code": code, "message": message}
+    return error if data is None else {**error, "data": data}
+
+
 class _Refused(Exception):
     """A JSON-RPC error answer."""
 
     def __init__(self, code: int, message: str, data: Any = None, status: int = 200) -> None:
         super().__init__(message)
-        self.error = types.ErrorData(code=code, message=message, data=data)
+        self.error = _error(code, message, data)
         self.status = status
 
 
-def _rpc(message_id: Any, *, result: Any = None, error: types.ErrorData | None = None,
+def _rpc(message_id: Any, *, result: Any = None, error: dict[str, Any] | None = None,
          status: int = 200, headers: dict[str, str] | None = None) -> web.Response:  # fmt: skip
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": message_id}
     if error is not None:
-        body["error"] = error.model_dump(mode="json", exclude_none=True)
+        body["error"] = error
     else:
         body["result"] = result
     return web.Response(
@@ -155,10 +164,10 @@ async def post(request: web.Request) -> web.Response:
     try:
         message = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return _rpc(None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error"),
+        return _rpc(None, error=_error(PARSE_ERROR, "Parse error"),
                     status=400)  # fmt: skip
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        error = types.ErrorData(code=types.INVALID_REQUEST, message="One JSON-RPC 2.0 message")
+        error = _error(INVALID_REQUEST, "One JSON-RPC 2.0 message")
         return _rpc(None, error=error, status=400)
     if "method" not in message:
         return web.Response(status=202)  # an answer to nothing this server asked
@@ -178,11 +187,13 @@ async def post(request: web.Request) -> web.Response:
             f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}"
             for e in exc.errors(include_url=False)
         )
-        error = types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {problems}")
+        error = _error(INVALID_PARAMS, f"Invalid params: {problems}")
         return _rpc(message_id, error=error)
 
 
 async def _answer(request: web.Request, message_id: Any, method: Any, params: Any) -> web.Response:
+    import mcp.types as types
+
     if method == "initialize":
         init = types.InitializeRequestParams.model_validate(params or {})
         asked = init.protocol_version
@@ -204,7 +215,7 @@ async def _answer(request: web.Request, message_id: Any, method: Any, params: An
         call = types.CallToolRequestParams.model_validate(params or {})
         answer = await _call(request, session_id, call.name, call.arguments or {})
         return _rpc(message_id, result=answer)
-    raise _Refused(types.METHOD_NOT_FOUND, f"Method not found: {method}")
+    raise _Refused(METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
 def _own(request: web.Request) -> ToolRegistry:
@@ -227,7 +238,7 @@ async def _call(
     app = request.app
     registry = _own(request)
     if name not in registry or registry.source_of(name) is not None:
-        raise _Refused(types.INVALID_PARAMS, f"Unknown tool: {name}")
+        raise _Refused(INVALID_PARAMS, f"Unknown tool: {name}")
     caller = caller_of(request)
     gate = app[keys.LIMITS]
     try:

@@ -21,7 +21,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.mcp.shapes_server import DOT
 from tests.mcp.test_time_server import until_state
 from tools.base import ToolContext
-from tools.mcp import parse_servers
+from tools.mcp.config import parse_servers
 from tools.registry import ToolRegistry
 
 SHAPES = [{"name": "shapes", "command": sys.executable, "args": ["-m", "tests.mcp.shapes_server"],
@@ -110,7 +110,8 @@ async def test_streamable_http_with_a_bearer_token_and_an_allow_list(
     served = await aiohttp_server(other)
     edgar = {"name": "edgar", "url": str(served.make_url("/mcp")), "bearer_token": "s3cret",
              "tools": ["search_sec_company_tickers"]}  # fmt: skip
-    client = await make_gateway(gateway_mcp_servers=servers([edgar]), gateway_tool_timeout_s=10.0)
+    # The first /mcp request imports the SDK's types: slow on a loaded machine.
+    client = await make_gateway(gateway_mcp_servers=servers([edgar]), gateway_tool_timeout_s=60.0)
     server = await until_state(client, "up")
     assert server["tools"] == ["edgar__search_sec_company_tickers"]
     assert server["transport"] == "streamable_http"
@@ -120,6 +121,7 @@ async def test_streamable_http_with_a_bearer_token_and_an_allow_list(
     )
     await stream(client, query="NVIDIA's ticker?")
     (result,) = tool_results(fake.requests[1]["messages"][-1])
+    assert not result.get("is_error"), result
     assert orjson.loads(result["content"])["matches"][0]["ticker"] == "NVDA"
 
 

@@ -1,9 +1,8 @@
-"""MCP servers' tools as tools of the registry (client side): `McpServers` connects to each
-configured server, keeps its tools in the registry while it is up, and reconnects it with
-backoff when it fails. The gateway's own tools are served over MCP by gateway/http/mcp.py.
+"""MCP servers' tools as tools of the registry (client side): `client.McpServers` connects
+to each configured server (`config`), keeps its tools in the registry while it is up, and
+reconnects it with backoff when it fails. The gateway's own tools are served over MCP by
+gateway/http/mcp.py.
+
+Nothing here is imported by this package itself: the SDK is large to import (its types are
+hundreds of models), and a process that configures no MCP server should not pay for it.
 """
-
-from tools.mcp.client import McpServer, McpServers, McpTool
-from tools.mcp.config import McpServerConfig, parse_servers
-
-__all__ = ["McpServer", "McpServerConfig", "McpServers", "McpTool", "parse_servers"]
