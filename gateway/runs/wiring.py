@@ -55,6 +55,4 @@ class RunWiring:
             if self.audit is None
             else RunAudit(self.audit, run.owner, run.id, run.session_id),
         )
-        return LoopDeps(
-            upstreams.providers, registry, observer, toolset.services, self.prices
-        )
+        return LoopDeps(upstreams.providers, registry, observer, toolset.services, self.prices)

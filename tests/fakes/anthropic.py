@@ -21,8 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import messages_rules
-from tests.fakes import context
+from tests.fakes import context, messages_rules
 from tests.fakes.models import default_catalogue, request_problem
 from tests.fakes.prompt_cache import PromptCache
 

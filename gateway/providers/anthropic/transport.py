@@ -80,7 +80,9 @@ class MessagesHTTP:
         received: dict[str, str] = {}  # the answer's headers, for its request-id
         try:
             # a call's own headers (its betas) checked and formatted with it
-            headers = self._headers + header_block(extra_headers) if extra_headers else self._headers
+            headers = (
+                self._headers + header_block(extra_headers) if extra_headers else self._headers
+            )
             answer = await self._http.post(self.url, data, headers, on_body, received)
         except UpstreamFailure as exc:  # the stream's own `error` event
             _with_request_id(exc, received)
