@@ -1,4 +1,4 @@
-"""Case 11: what one call of an MCP server's tool costs the gateway, next to a local tool.
+"""Case 12: what one call of an MCP server's tool costs the gateway, next to a local tool.
 
 Both go through the registry as a run's calls do (validation, timeout, result cap). The
 local tool answers at once, so its figure is the registry's own cost; the MCP tool is
@@ -94,9 +94,9 @@ async def mcp_call_cost(bench: Bench) -> None:
     bench.details["mcp"] = {"calls": calls, **found}
     local, remote = found["local"], found["mcp"]
     note = f"{calls} calls in a row; the server's own CPU: {remote['server_cpu_us']:.0f} µs a call"
-    bench.add(Row("11", "MCP tool call (stdio): gateway CPU per call", remote["cpu_us"], "µs",
+    bench.add(Row("12", "MCP tool call (stdio): gateway CPU per call", remote["cpu_us"], "µs",
                   "local tool", local["cpu_us"], target="report", note=note))  # fmt: skip
-    bench.add(Row("11", "MCP tool call (stdio): wall time per call", remote["wall_us"], "µs",
+    bench.add(Row("12", "MCP tool call (stdio): wall time per call", remote["wall_us"], "µs",
                   "local tool", local["wall_us"], target="report"))  # fmt: skip
 
 
