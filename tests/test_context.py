@@ -255,21 +255,24 @@ async def test_the_fake_refuses_what_the_api_refuses(
         "model": "claude-plain",
         "max_tokens": 10,
         "messages": [{"role": "user", "content": "q"}],
+        "stream": True,
     }
     compact = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 60_000}}
     small = {**base, "model": "claude-small"}
     beta = "compact-2026-01-12"
     cases = [
-        ({**base, "model": "claude-small", "context_management": {"edits": [compact]}}, "", "beta"),
+        # without the beta, the field is unknown to the API, as to the SDK's non-beta type
+        ({**base, "model": "claude-small", "context_management": {"edits": [compact]}}, "",
+         "context_management"),
         ({**base, "model": "claude-small", "context_management": {"edits": [
             {**compact, "trigger": {"type": "input_tokens", "value": 1_000}}]}},
          "compact-2026-01-12", "at least"),
         ({**base, "context_management": {"edits": [compact]}}, beta, "not supported"),
-        ({**small, "context_management": {"edits": [{**compact, "keep": 1}]}}, beta, "Extra"),
+        ({**small, "context_management": {"edits": [{**compact, "keep": 1}]}}, beta, "keep"),
         ({**base, "messages": [
             {"role": "user", "content": "q"},
             {"role": "assistant", "content": [{"type": "compaction", "content": "s"}]},
-            {"role": "user", "content": "r"}]}, "", "compaction"),
+            {"role": "user", "content": "r"}]}, "", "messages.1.content.0"),
     ]  # fmt: skip
     fake.add(*[Reply([Text("x")]) for _ in cases])  # none is used: each is refused
     async with aiohttp.ClientSession() as session:

@@ -195,7 +195,8 @@ def _query_params(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> l
             one = "|".join(re.escape(tool) for tool in tool_names) or "[^,]+"
             pattern = f"^(?:(?:{one})(?:,(?:{one}))*)?$"
             options = [{"type": "string", "pattern": pattern, "description": "Comma-separated"}]
-        if not options or any(s.get("type") in ("array", "object") for s in options):
+        # objects and arrays (a `$ref` is a model: an object) have no GET form
+        if not options or any(s.get("type") in ("array", "object") or "$ref" in s for s in options):
             continue
         schema = options[0] if len(options) == 1 else {"anyOf": options}
         required = name == "query"  # a GET has no `messages` to send instead

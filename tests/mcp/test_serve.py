@@ -120,7 +120,7 @@ async def test_keys_limits_and_audit_as_for_the_api(
     assert {c["key"] for c in calls} == {"alice"} and calls[0][
         "tool"
     ] == "search_sec_company_tickers"
-    assert calls[0]["input_sha256"] and calls[0]["session_id"]
+    assert calls[0]["input_hmac_sha256"] and calls[0]["session_id"]
 
 
 async def test_the_transport_edges(
