@@ -103,15 +103,15 @@ async def test_a_server_that_never_starts_degrades_health_and_runs_go_on(
 
 async def test_streamable_http_with_a_bearer_token_and_an_allow_list(
     make_gateway: GatewayFactory, fake: FakeAnthropic, aiohttp_server: AiohttpServer,
-    fake_server: TestServer, metrics: Metrics,
+    fake_server: TestServer, metrics: Metrics, registry: ToolRegistry,
 ) -> None:  # fmt: skip
     """One gateway's research tools, used by another through its /mcp."""
+    registry.timeout_s = 60.0  # the test tools' 1 s is too short for a first /mcp call
     other = create_app(settings_for(fake_server, gateway_api_keys="peer:s3cret"), metrics=metrics)
     served = await aiohttp_server(other)
     edgar = {"name": "edgar", "url": str(served.make_url("/mcp")), "bearer_token": "s3cret",
              "tools": ["search_sec_company_tickers"]}  # fmt: skip
-    # The first /mcp request imports the SDK's types: slow on a loaded machine.
-    client = await make_gateway(gateway_mcp_servers=servers([edgar]), gateway_tool_timeout_s=60.0)
+    client = await make_gateway(gateway_mcp_servers=servers([edgar]))
     server = await until_state(client, "up")
     assert server["tools"] == ["edgar__search_sec_company_tickers"]
     assert server["transport"] == "streamable_http"
