@@ -2,9 +2,10 @@
 
 A batch waits `processing_s` (standing for the queue time of the real service), then its
 requests are answered concurrently (at most `concurrency` at once across all batches) by a
-`Processor`: a coroutine taking a request's `custom_id` and `params` and returning the
-result object of the results file (`succeeded` with a message, `errored` with an error
-response, `expired`). A cancel turns every request not yet answered into `canceled`.
+`Processor`: a coroutine taking a `BatchRequest` (`custom_id`, `params`, and the betas the
+create named) and returning the result object of the results file (`succeeded` with a
+message, `errored` with an error response, `expired`). A cancel turns every request not yet
+answered into `canceled`.
 
 As the API reports them, `request_counts` are all `processing` until the batch ends, then
 the tallies of the results. At most `keep` batches are held: past that the oldest ended
@@ -22,9 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Batch", "BatchStore", "Processor", "errored", "rfc3339"]
-
-Processor = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+__all__ = ["Batch", "BatchRequest", "BatchStore", "Processor", "errored", "rfc3339"]
 RESULT_KINDS = ("succeeded", "errored", "canceled", "expired")
 EXPIRY = dt.timedelta(hours=24)
 _ALPHABET = string.ascii_letters + string.digits
@@ -48,12 +47,25 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+@dataclass(frozen=True)
+class BatchRequest:
+    """One request of a batch, as submitted."""
+
+    custom_id: str
+    params: dict[str, Any]
+    betas: frozenset[str] = frozenset()
+    """The betas of the create's `anthropic-beta` header: they apply to every request."""
+
+
+Processor = Callable[[BatchRequest], Awaitable[dict[str, Any]]]
+
+
 @dataclass
 class Batch:
     """One batch: its requests in order, and their results once answered."""
 
     id: str
-    requests: list[tuple[str, dict[str, Any]]]
+    requests: list[BatchRequest]
     created_at: dt.datetime = field(default_factory=_now)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     cancel_initiated_at: dt.datetime | None = None
@@ -94,7 +106,9 @@ class Batch:
 
     def lines(self) -> list[dict[str, Any]]:
         """The results file's lines (`MessageBatchIndividualResponse`), in request order."""
-        return [{"custom_id": cid, "result": self.results[cid]} for cid, _ in self.requests]
+        return [
+            {"custom_id": r.custom_id, "result": self.results[r.custom_id]} for r in self.requests
+        ]
 
 
 class BatchStore:
@@ -118,7 +132,7 @@ class BatchStore:
     def full(self) -> bool:
         return sum(1 for b in self._batches.values() if b.ended_at is None) >= self.keep
 
-    def create(self, requests: list[tuple[str, dict[str, Any]]]) -> Batch:
+    def create(self, requests: list[BatchRequest]) -> Batch:
         batch = Batch(_batch_id(), requests)
         self._batches[batch.id] = batch
         self._trim()
@@ -185,16 +199,16 @@ class BatchStore:
             await asyncio.sleep(min(left, 0.05))
 
     async def _work(self, batch: Batch, pending: Any) -> None:
-        for custom_id, params in pending:
+        for request in pending:
             if batch.cancel_initiated_at is not None:
-                batch.results[custom_id] = {"type": "canceled"}
+                batch.results[request.custom_id] = {"type": "canceled"}
                 continue
             async with self._slots:
-                batch.results[custom_id] = await self._answer(custom_id, params)
+                batch.results[request.custom_id] = await self._answer(request)
             await asyncio.sleep(0)  # a processor that never waits must not hold the loop
 
-    async def _answer(self, custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _answer(self, request: BatchRequest) -> dict[str, Any]:
         try:
-            return await self.process(custom_id, params)
+            return await self.process(request)
         except Exception as exc:  # one request's failure is its own result, not the batch's
             return errored("api_error", f"The request could not be processed: {exc}")

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from demo_model.batch_store import Batch, BatchStore
+from demo_model.batch_store import Batch, BatchRequest, BatchStore
 
 __all__ = ["BATCHES", "MAX_REQUESTS", "create_problem", "install"]
 
@@ -35,12 +35,13 @@ MAX_BODY_BYTES = 256 * 1024 * 1024
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _PREFIX = "/v1/messages/batches"
 
-Check = Callable[[Any], str | None]
+Check = Callable[[Any, frozenset[str]], str | None]
+"""The 400 message for a create body (and the betas of its header), or None."""
 _CHECK: web.AppKey[Check] = web.AppKey("message_batches_check")
 
 
 def install(app: web.Application, store: BatchStore, check: Check | None = None) -> None:
-    """Serve `store` on `app`; `check` gives the 400 message for a create body, or None."""
+    """Serve `store` on `app`; `check` refuses create bodies (default: `create_problem`)."""
     app[BATCHES] = store
     app[_CHECK] = check or create_problem
     app.router.add_post(_PREFIX, _create)
@@ -52,7 +53,7 @@ def install(app: web.Application, store: BatchStore, check: Check | None = None)
     app.on_cleanup.append(_close)
 
 
-def create_problem(body: Any) -> str | None:
+def create_problem(body: Any, betas: frozenset[str] = frozenset()) -> str | None:
     """The `invalid_request_error` message for a create body, or None."""
     if not isinstance(body, dict) or not isinstance(body.get("requests"), list):
         return "requests: Field required"
@@ -93,13 +94,17 @@ async def _create(request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError as exc:
         return _error(400, "invalid_request_error", f"The request body is not valid JSON: {exc}")
-    problem = request.app[_CHECK](body)
+    header = request.headers.get("anthropic-beta", "")
+    betas = frozenset(b.strip() for b in header.split(",") if b.strip())
+    problem = request.app[_CHECK](body, betas)
     if problem is not None:
         return _error(400, "invalid_request_error", problem)
     store = request.app[BATCHES]
     if store.full():
         return _error(429, "rate_limit_error", "Too many Message Batches are in progress.")
-    batch = store.create([(r["custom_id"], r["params"]) for r in body["requests"]])
+    batch = store.create(
+        [BatchRequest(r["custom_id"], r["params"], betas) for r in body["requests"]]
+    )
     return _json(batch.view(_results_url(request, batch)))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from demo_model.batch_store import BatchStore, Processor, errored
+from demo_model.batch_store import BatchRequest, BatchStore, Processor, errored
 from demo_model.batches import MAX_BODY_BYTES, install
 from demo_model.card import DEMO_MODEL, model_card, not_found
 from demo_model.companies import CompanyIndex, load_index
@@ -73,12 +73,12 @@ def create_demo_app(
 def _batch_processor(knowledge: Knowledge) -> Processor:
     """A batch's request answered as `POST /v1/messages` (not streaming) would answer it."""
 
-    async def process(custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def process(request: BatchRequest) -> dict[str, Any]:
         try:
-            reply = await answer(knowledge, params)
+            reply = await answer(knowledge, request.params)
         except Refusal as refusal:
             return errored(refusal.kind, refusal.message)
-        return {"type": "succeeded", "message": message(params, reply, DEMO_MODEL)}
+        return {"type": "succeeded", "message": message(request.params, reply, DEMO_MODEL)}
 
     return process
 
