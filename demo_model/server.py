@@ -78,7 +78,9 @@ def _batch_processor(knowledge: Knowledge) -> Processor:
             reply = await answer(knowledge, request.params)
         except Refusal as refusal:
             return errored(refusal.kind, refusal.message)
-        return {"type": "succeeded", "message": message(request.params, reply, DEMO_MODEL)}
+        answered = message(request.params, reply, DEMO_MODEL)
+        answered["usage"]["service_tier"] = "batch"  # as the API marks a batch's usage
+        return {"type": "succeeded", "message": answered}
 
     return process
 

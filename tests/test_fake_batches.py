@@ -87,6 +87,7 @@ async def test_scripted_replies_come_back_as_messages(serve: Serve) -> None:
     assert two.message.content[0].type == "text"
     assert two.message.content[0].text == "Answer to second."
     assert (two.message.usage.input_tokens, two.message.usage.output_tokens) == (40, 7)
+    assert two.message.usage.service_tier == "batch"
     assert one.message.id != two.message.id
     assert fake.received == {"first": 1, "second": 1}
     assert [r.custom_id for r in fake.submitted[batch.id]] == ["first", "second"]

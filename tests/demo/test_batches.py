@@ -69,6 +69,8 @@ async def test_a_batch_answers_as_the_messages_api_does(make_sdk: MakeSdk) -> No
         result = lines[custom_id].result
         assert result.type == "succeeded"
         direct = await sdk.messages.create(**request(question))
+        assert result.message.usage.service_tier == "batch"
+        result.message.usage.service_tier = None  # the one difference: the tier billed
         assert result.message.model_dump() == direct.model_dump()
     bad = lines["bad"].result
     assert bad.type == "errored" and bad.error.error.type == "invalid_request_error"

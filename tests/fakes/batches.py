@@ -107,6 +107,7 @@ class FakeBatches:
             return errored(reply.error_type, "scripted failure")
         message = accumulate(self.messages.events(reply))
         message["id"] = f"msg_fakebatch{next(_messages):08d}"
+        message["usage"]["service_tier"] = "batch"  # as the API marks a batch's usage
         return {"type": "succeeded", "message": message}
 
     @web.middleware
