@@ -12,7 +12,8 @@ are answered by `script(request) -> Reply` (a fresh `Reply` each call), accumula
 
 Knobs: `processing_s` (the time a batch waits before it is answered, standing for the
 minutes of the real service), `expire` and `error` (custom_ids, or a predicate, whose
-requests come back `expired`, or `errored` with `error_type`), `fail(op, status)` (an HTTP
+requests come back `expired`, or `errored` with `error_type`; `error` may also map
+custom_ids to their own error types), `fail(op, status)` (an HTTP
 error on the next call of an endpoint: create, list, retrieve, results, cancel, delete).
 Records: `received` (Counter of custom_ids submitted), `submitted` (batch id -> its
 requests), `cancels` (batch ids a cancel was asked for), `created` (set on each create).
@@ -43,6 +44,7 @@ __all__ = ["BatchRequest", "FakeBatches", "Script", "accumulate"]
 
 Script = Callable[[BatchRequest], Reply]
 Pick = Collection[str] | Callable[[str], bool]
+"""Which custom_ids a knob applies to: these, or those the predicate picks."""
 _messages = itertools.count(1)
 
 
@@ -96,7 +98,8 @@ class FakeBatches:
         if _picked(self.expire, request.custom_id):
             return {"type": "expired"}
         if _picked(self.error, request.custom_id):
-            return errored(self.error_type, "fake: scripted failure of this request")
+            kind = self.error.get(request.custom_id) if isinstance(self.error, dict) else None
+            return errored(kind or self.error_type, "fake: scripted failure of this request")
         applied = self.messages.refusal({**request.params, "stream": True}, set(request.betas))
         if isinstance(applied, tuple):
             return errored(applied[1], applied[2])
