@@ -171,3 +171,13 @@ async def test_a_create_that_keeps_failing_ends_every_question_with_its_code(
     assert {line["error"]["code"] for line in lines} != {None}
     assert all("creating a Message Batch" in line["error"]["message"] for line in lines)
     assert {q["outcome"] for q in body["questions"]} == {lines[0]["error"]["code"]}
+
+
+async def test_a_failed_poll_does_not_lose_the_round(start: Start) -> None:
+    client, fake = await start(processing_s=0.2)
+    fake.fail("retrieve", 500)
+    fake.fail("results", 529)
+    batch_id = await submit(client, 2)
+    body = await ended(client, batch_id)
+    assert [q["outcome"] for q in body["questions"]] == ["completed", "completed"]
+    assert set(fake.received.values()) == {1}

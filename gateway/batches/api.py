@@ -2,7 +2,9 @@
 batch, wait for it to end, read its results by `custom_id`, cancel it, and find a batch
 whose id was never recorded (a worker stopped between `create` and writing its answer).
 
-Failures become `UpstreamFailure`s with the codes the streaming calls use.
+Failures become `UpstreamFailure`s with the codes the streaming calls use. Reading a
+batch (its state, its results) is tried again on a retryable failure, up to `READ_TRIES`
+times in a row: the API batch goes on (and is billed) whatever one poll answers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import anthropic
 
 from gateway.errors import UpstreamFailure
 from gateway.providers.anthropic.provider import status_failure
+
+READ_TRIES = 5
+"""Reads of a batch in a row that may fail (429, 5xx, 529, timeouts) before a round fails."""
 
 Result = dict[str, Any]
 """One `MessageBatchIndividualResponse` as JSON: {custom_id, result: {type, ...}}."""
@@ -40,20 +45,39 @@ class BatchesAPI:
 
     async def wait(self, batch_id: str) -> None:
         """Until the batch's processing has ended (every request has a result)."""
+        failed = 0
         while True:
-            async with _answered("reading a Message Batch"):
-                batch = await self._batches.retrieve(batch_id)
+            try:
+                async with _answered("reading a Message Batch"):
+                    batch = await self._batches.retrieve(batch_id)
+            except UpstreamFailure as failure:
+                failed += 1
+                await self._again(failure, failed)
+                continue
+            failed = 0
             if batch.processing_status == "ended":
                 return
             await asyncio.sleep(self.poll_s)
 
     async def results(self, batch_id: str) -> dict[str, Result]:
         """An ended batch's results, by custom_id."""
-        found: dict[str, Result] = {}
-        async with _answered("reading a Message Batch's results"):
-            async for item in await self._batches.results(batch_id):
-                found[item.custom_id] = item.to_dict(mode="json")
-        return found
+        for attempt in range(1, READ_TRIES + 1):
+            found: dict[str, Result] = {}
+            try:
+                async with _answered("reading a Message Batch's results"):
+                    async for item in await self._batches.results(batch_id):
+                        found[item.custom_id] = item.to_dict(mode="json")
+            except UpstreamFailure as failure:
+                await self._again(failure, attempt)
+                continue
+            return found
+        raise AssertionError("unreachable")
+
+    async def _again(self, failure: UpstreamFailure, failed: int) -> None:
+        """Wait before reading again, or give up: a failure no retry helps, or too many."""
+        if not failure.retryable or failed >= READ_TRIES:
+            raise failure
+        await asyncio.sleep(failure.retry_after_s or self.poll_s * failed)
 
     async def cancel(self, batch_id: str) -> None:
         async with _answered("cancelling a Message Batch"):
