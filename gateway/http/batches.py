@@ -80,11 +80,11 @@ def _questions(request: web.Request, data: Any) -> list[RunRequest]:
         elif isinstance(question, dict):
             body = {**shared, **question}
         else:
-            raise ValidationFailed("each question is a string or a request body", {"index": index})
+            message = f"questions[{index}]: a question is a string or a request body"
+            raise ValidationFailed(message, {"index": index})
         if "sessionId" in body:
-            raise ValidationFailed(
-                "batch questions do not continue sessions", {"index": index, "field": "sessionId"}
-            )
+            message = f"questions[{index}]: batch questions do not continue sessions"
+            raise ValidationFailed(message, {"index": index, "field": "sessionId"})
         try:
             parsed.append(parse_run_request(
                 body, settings, names, request[keys.REQUEST_ID], caller_of(request)

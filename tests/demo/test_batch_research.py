@@ -4,6 +4,8 @@ loop as `/api/research`, its model calls sent round by round as Message Batches.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -15,6 +17,7 @@ from gateway.http.app import create_app
 from tests.demo.conftest import demo_settings
 
 Client = TestClient[Any, Any]
+MakeClient = Callable[..., Awaitable[Client]]
 
 TEMPLATES = (
     "What was {c}'s net income last year?",
@@ -32,10 +35,25 @@ COMPANIES = ("Apple", "NVIDIA", "Tesla", "Microsoft", "Meta")
 QUESTIONS = [t.format(c=c) for t in TEMPLATES for c in COMPANIES]
 
 
+DEMO_PRICE = {"models": {"demo": {"input": 3.0, "output": 15.0, "cache_write_5m": 3.75,
+                                  "cache_read": 0.3}}}  # fmt: skip
+"""The demo is free; priced here so that the batch discount shows."""
+
+
+def priced(tmp_path: Path) -> str:
+    path = tmp_path / "prices.json"
+    path.write_bytes(orjson.dumps(DEMO_PRICE))
+    return str(path)
+
+
 @pytest.fixture
-async def make_client(aiohttp_client: AiohttpClient):  # type: ignore[no-untyped-def]
+async def make_client(aiohttp_client: AiohttpClient, tmp_path: Path) -> MakeClient:
     async def make(**overrides: Any) -> Client:
-        values: dict[str, Any] = {"gateway_batch_poll_s": 0.02, **overrides}
+        values: dict[str, Any] = {
+            "gateway_batch_poll_s": 0.02,
+            "gateway_prices_file": priced(tmp_path),
+            **overrides,
+        }
         return await aiohttp_client(create_app(demo_settings(**values)))
 
     return make
@@ -68,7 +86,7 @@ def comparable(folded: dict[str, Any]) -> dict[str, Any]:
     return {**{k: folded[k] for k in keep}, "usage": usage, "toolCalls": calls}
 
 
-async def test_fifty_questions_answer_as_research_does(make_client) -> None:  # type: ignore[no-untyped-def]
+async def test_fifty_questions_answer_as_research_does(make_client: MakeClient) -> None:
     client = await make_client()
     response = await client.post("/api/batches", json={"questions": QUESTIONS, "max_turns": 8})
     assert response.status == 202
@@ -84,6 +102,7 @@ async def test_fifty_questions_answer_as_research_does(make_client) -> None:  # 
         expected = await answer.json()
         assert comparable(line) == comparable(expected), question
         assert line["usage"]["batch_requests"] == line["turns"]  # every call on the batch tier
+        assert expected["total_cost_usd"] > 0
         assert line["total_cost_usd"] == pytest.approx(expected["total_cost_usd"] / 2)
     # One Message Batch per round: as many as the longest question's model calls.
     assert len(progress["rounds"]) == max(line["turns"] for line in lines)
