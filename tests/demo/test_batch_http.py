@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 
 from demo_model import create_demo_app
-from demo_model.batch_store import BatchStore, errored
+from demo_model.batch_store import BatchRequest, BatchStore, errored
 from demo_model.batches import BATCHES
 from gateway.http.app import create_app
 from tests.conftest import read_events
@@ -164,12 +164,12 @@ async def test_expired_and_errored_requests_say_so(
     demo_store = store(demo_app)
     answer = demo_store.process
 
-    async def faulty(custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        if custom_id == "q1-t1":
+    async def faulty(request: BatchRequest) -> dict[str, Any]:
+        if request.custom_id == "q1-t1":
             return {"type": "expired"}
-        if custom_id == "q2-t2":
+        if request.custom_id == "q2-t2":
             return errored("overloaded_error", "Overloaded")
-        return await answer(custom_id, params)
+        return await answer(request)
 
     demo_store.process = faulty
     client = await make_client()
