@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from bench import report
+from bench.case_batches import batch_screen
 from bench.case_cache import prompt_cache
 from bench.case_context import compaction
 from bench.case_instructions import instructions
@@ -45,6 +46,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "workers": two_workers,
     "soak": soak,
     "mcp": mcp_call_cost,
+    "batches": batch_screen,
 }
 
 

@@ -7,6 +7,9 @@ writes its answer only from what the tools returned.
 
     server       HTTP: POST /v1/messages, streaming (real SSE sequence) or not;
                  GET /v1/models/demo
+    batches      the Message Batches API over HTTP: create, list, retrieve, results,
+                 cancel, delete (each request answered as /v1/messages would)
+    batch_store  batches in memory, each processed by a background task
     card         the demo's Models API record (ModelInfo)
     wire         a reply as Messages API events, or as one Message
     conversation the request as the model sees it: question, tool steps, allowed tools

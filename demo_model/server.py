@@ -1,5 +1,6 @@
 """The demo upstream over HTTP: `POST /v1/messages`, streaming or not, like the real API,
-and `GET /v1/models/{model_id}` describing the one model it is, `demo`.
+`GET /v1/models/{model_id}` describing the one model it is, `demo`, and the Message
+Batches API (demo_model/batches.py), each batch request answered as `/v1/messages` would.
 
 Validation is a small subset of the real API's: a JSON object with `model`, a positive
 integer `max_tokens` and a non-empty `messages` list; anything else is a 400
@@ -20,6 +21,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from demo_model.batch_store import BatchRequest, BatchStore, Processor, errored
+from demo_model.batches import MAX_BODY_BYTES, install
 from demo_model.card import DEMO_MODEL, model_card, not_found
 from demo_model.companies import CompanyIndex, load_index
 from demo_model.conversation import read_request
@@ -52,14 +55,34 @@ class Knowledge:
             return self._index
 
 
-def create_demo_app(*, delay_s: float | None = None) -> web.Application:
-    """The demo model as an aiohttp app serving `POST /v1/messages`."""
-    app = web.Application()
+def create_demo_app(
+    *, delay_s: float | None = None, batch_processing_s: float = 0.0
+) -> web.Application:
+    """The demo model as an aiohttp app serving `POST /v1/messages` and the Message Batches
+    API (demo_model/batches.py); a batch waits `batch_processing_s` before it is answered."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[_INDEX] = Knowledge()
     app[_DELAY] = PACING_S if delay_s is None else delay_s
     app.router.add_post("/v1/messages", _messages)
     app.router.add_get("/v1/models/{model_id}", _model)
+    processor = _batch_processor(app[_INDEX])
+    install(app, BatchStore(processor, processing_s=batch_processing_s))
     return app
+
+
+def _batch_processor(knowledge: Knowledge) -> Processor:
+    """A batch's request answered as `POST /v1/messages` (not streaming) would answer it."""
+
+    async def process(request: BatchRequest) -> dict[str, Any]:
+        try:
+            reply = await answer(knowledge, request.params)
+        except Refusal as refusal:
+            return errored(refusal.kind, refusal.message)
+        answered = message(request.params, reply, DEMO_MODEL)
+        answered["usage"]["service_tier"] = "batch"  # as the API marks a batch's usage
+        return {"type": "succeeded", "message": answered}
+
+    return process
 
 
 async def _model(request: web.Request) -> web.Response:
@@ -69,25 +92,42 @@ async def _model(request: web.Request) -> web.Response:
     return web.json_response(model_card(), dumps=_dumps)
 
 
+class Refusal(Exception):
+    """What the API answers instead of a message: an HTTP status and an error object."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+async def answer(knowledge: Knowledge, body: Any) -> Reply:
+    """The reply to one Messages request, or a `Refusal`: the one path both `/v1/messages`
+    and a batch's requests take."""
+    problem = _invalid(body)
+    if problem:
+        raise Refusal(400, problem)
+    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
+        "enabled",
+        "adaptive",
+    )
+    index = await knowledge.index()
+    try:
+        reply = respond(read_request(body), index, thinking=thinking)
+    except Exception as exc:  # a bug in the rules: answer as the API does, never a bare 500
+        log.exception("demo model failed")
+        raise Refusal(500, "The demo model failed on this request.", "api_error") from exc
+    return _within_max_tokens(reply, body["max_tokens"])
+
+
 async def _messages(request: web.Request) -> web.StreamResponse:
     try:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError as exc:
         return _error(400, f"The request body is not valid JSON: {exc}")
-    problem = _invalid(body)
-    if problem:
-        return _error(400, problem)
-    thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
-        "enabled",
-        "adaptive",
-    )
-    index = await request.app[_INDEX].index()
     try:
-        reply = respond(read_request(body), index, thinking=thinking)
-    except Exception:  # a bug in the rules: answer as the API does, never with a bare 500
-        log.exception("demo model failed")
-        return _error(500, "The demo model failed on this request.", "api_error")
-    reply = _within_max_tokens(reply, body["max_tokens"])
+        reply = await answer(request.app[_INDEX], body)
+    except Refusal as refusal:
+        return _error(refusal.status, refusal.message, refusal.kind)
     model = DEMO_MODEL  # the model that answers, whatever id the caller sent
     headers = {"request-id": block_id("req", body.get("messages"))}
     if not body.get("stream"):

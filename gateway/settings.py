@@ -182,6 +182,13 @@ class Settings(BaseSettings):
     """Audit lines waiting for the writer at most; past it new lines are dropped (counted)."""
 
     # MCP both ways: servers' tools in the loop (tools/mcp), the gateway's tools at /mcp.
+    gateway_batch_poll_s: float = Field(30.0, gt=0)
+    """How often a batch's round in flight is looked at (`GET /v1/messages/batches/{id}`)."""
+    gateway_batch_max_questions: int = Field(1_000, ge=1, le=100_000)
+    """Questions one `POST /api/batches` may ask (a round is one Message Batch of them)."""
+    gateway_batch_ttl_s: float = Field(86_400.0, gt=0)
+    """How long a finished batch's progress and results stay readable."""
+
     gateway_mcp_servers: str | None = None
     """JSON, or `@path` to a JSON file: a list of {`name`, `command` + `args` + `env` |
     `url` + `headers` (or `bearer_token`), `tools` allow-list}. Their tools are offered as

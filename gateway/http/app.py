@@ -14,7 +14,7 @@ from opentelemetry.trace import TracerProvider
 
 from gateway import __version__, pricing
 from gateway.errors import ValidationFailed
-from gateway.http import admission, fleet, keys, mcp, openapi
+from gateway.http import admission, batches, fleet, keys, mcp, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
 from gateway.http.handlers import routes
@@ -67,13 +67,14 @@ def create_app(
     app.cleanup_ctx.append(_upstreams_ctx)
     app.cleanup_ctx.append(_planner_ctx)
     app.cleanup_ctx.append(_runs_ctx)
+    app.cleanup_ctx.append(batches.batches_ctx)
     app.on_shutdown.append(_end_runs)
     if settings.gateway_gc_freeze:
         app.on_startup.append(_freeze_startup_heap)  # after the cleanup contexts started
     if settings.gateway_fleet_member:  # a supervisor's worker: /metrics adds up all of them
-        app.add_routes(fleet.install(app, routes()))
+        app.add_routes(fleet.install(app, [*routes(), *batches.routes()]))
     else:
-        app.add_routes(routes())
+        app.add_routes([*routes(), *batches.routes()])
     if settings.gateway_mcp_serve:
         mcp.install(app)
     app.router.add_get("/openapi.json", openapi.serve, allow_head=False)

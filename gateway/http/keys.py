@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gateway.access.keyring import KeyRing
     from gateway.access.limits import Gate
     from gateway.access.spend import Spend
+    from gateway.batches.manager import BatchManager
     from gateway.ops.audit import AuditLog
     from gateway.ops.build import Build
     from gateway.ops.metrics import Metrics
@@ -42,6 +43,7 @@ KEYRING: web.AppKey[KeyRing] = web.AppKey("keyring")
 LIMITS: web.AppKey[Gate] = web.AppKey("limits")
 MCP_SERVERS: web.AppKey[McpServers] = web.AppKey("mcp_servers")  # when any is configured
 AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set
+BATCHES: web.AppKey[BatchManager] = web.AppKey("batches")  # when the upstream has batches
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts

@@ -98,7 +98,42 @@ class Health(BaseModel):
     """`upstream`, `rate_limiter`, `circuit_breaker`, `store`."""
 
 
-_MODELS: list[type[BaseModel]] = [ErrorResponse, CancelResult, ToolList, ResearchResult, Health]
+class BatchCreated(BaseModel):
+    batch_id: str
+    state: str
+    questions: int
+
+
+class BatchProgress(BaseModel):
+    """A batch's progress: per question its round (model calls made), state (`queued`,
+    `waiting_model`, `running_tools`, `done`), outcome and usage; the rounds' Message
+    Batches; totals with the dollars saved against live calls."""
+
+    model_config = ConfigDict(extra="allow")
+
+    batch_id: str
+    state: Literal["running", "cancelling", "ended"]
+    created_at: str
+    question_count: int
+    counts: dict[str, int]
+    usage: dict[str, int]
+    total_cost_usd: float | None
+    saved_usd: float
+    rounds: list[dict[str, Any]]
+    questions: list[dict[str, Any]]
+
+
+class BatchCancelResult(BaseModel):
+    ok: bool
+    batch_id: str
+    cancelled: bool
+    state: str
+
+
+_MODELS: list[type[BaseModel]] = [
+    ErrorResponse, CancelResult, ToolList, ResearchResult, Health, BatchCreated, BatchProgress,
+    BatchCancelResult,
+]  # fmt: skip
 
 
 def _json(model: str) -> dict[str, Any]:
@@ -301,6 +336,56 @@ def _mcp_paths() -> dict[str, Any]:
     }}  # fmt: skip
 
 
+def _batch_paths() -> dict[str, Any]:
+    batch_id = {"name": "batch_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    errors = _errors("AUTHENTICATION_ERROR", "NOT_FOUND")
+    question = {
+        "anyOf": [{"type": "string", "minLength": 1}, {"$ref": REF.format(model="RunBody")}]
+    }
+    body = {
+        "type": "object",
+        "required": ["questions"],
+        "description": "Questions, plus RunBody's fields (but query, messages, sessionId) "
+        "shared by all of them; a question's own body wins",
+        "properties": {"questions": {"type": "array", "minItems": 1, "items": question}},
+    }
+    lines = {"application/x-ndjson": {"schema": {"$ref": REF.format(model="ResearchResult")}}}
+    return {
+        "/api/batches": {"post": {
+            "summary": "Start a batch: each question's tool loop, its model calls sent round "
+                       "by round as Message Batches (half price)",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+            "responses": {"202": {"description": "Started", "content": _json("BatchCreated")},
+                          **_run_errors()},
+        }},
+        "/api/batches/{batch_id}": {"get": {
+            "summary": "A batch's progress", "parameters": [batch_id],
+            "responses": {"200": {"description": "Progress", "content": _json("BatchProgress")},
+                          **errors},
+        }},
+        "/api/batches/{batch_id}/events": {"get": {
+            "summary": "A batch's events (batch_status, question, batch_complete) as SSE",
+            "parameters": [batch_id],
+            "responses": {"200": {"description": "Events",
+                                  "content": {"text/event-stream": {"schema": SSE_EVENT}}},
+                          **errors},
+        }},
+        "/api/batches/{batch_id}/results": {"get": {
+            "summary": "One /api/research result per question, in order, as JSON Lines "
+                       "(each with its `index`)", "parameters": [batch_id],
+            "responses": {"200": {"description": "Results", "content": lines},
+                          "409": {"description": "The batch has not ended",
+                                  "content": _json("ErrorResponse")}, **errors},
+        }},
+        "/api/batches/{batch_id}/cancel": {"post": {
+            "summary": "Cancel a batch and its Message Batches in flight",
+            "parameters": [batch_id],
+            "responses": {"200": {"description": "Done", "content": _json("BatchCancelResult")},
+                          **errors},
+        }},
+    }  # fmt: skip
+
+
 @functools.cache
 def document(
     keys_required: bool, tool_names: tuple[str, ...] = (), *, mcp_served: bool = True
@@ -318,7 +403,8 @@ def document(
         "openapi": "3.1.0",
         "info": {"title": "research-gateway", "version": __version__,
                  "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
-        "paths": _operations(body_schema, tool_names) | (_mcp_paths() if mcp_served else {}),
+        "paths": _operations(body_schema, tool_names) | _batch_paths()
+        | (_mcp_paths() if mcp_served else {}),
         "components": components,
     }  # fmt: skip
     if keys_required:

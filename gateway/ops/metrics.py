@@ -354,6 +354,17 @@ class Metrics:
         self.runs_started = Counter(
             "sdk_runs_started_total", "Runs started, by endpoint.", ["endpoint"]
         )
+        self.batches = Counter(
+            "sdk_batches_total", "Batches ended, by outcome (completed, cancelled).", ["outcome"]
+        )
+        self.batch_rounds = Counter(
+            "sdk_batch_rounds_total", "Rounds of batches submitted (one Message Batch each)."
+        )
+        self.batch_saved_usd = Counter(
+            "claude_batch_saved_usd_total",
+            "Dollars batch questions cost less than the same calls live, by model and key.",
+            ["model", "key"],
+        )
         self.build_info = Gauge(
             "gateway_build_info",
             "Always 1; labels say what is running.",

@@ -120,6 +120,14 @@ class _HeldWrites:
 
 _request_ids = itertools.count(1)
 
+Refused = tuple[int, str, str]
+"""An HTTP status, an error type and its message."""
+
+
+def betas_of(header: str) -> set[str]:
+    """The betas an `anthropic-beta` header names."""
+    return {b.strip() for b in header.split(",") if b.strip()}
+
 
 def _tool_id(n: int) -> str:
     return f"toolu_{n:024d}"
@@ -150,8 +158,8 @@ class FakeAnthropic:
     def add(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
-    def app(self) -> web.Application:
-        app = web.Application()
+    def app(self, client_max_size: int = 1024**2) -> web.Application:
+        app = web.Application(client_max_size=client_max_size)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models/{model_id}", self._model)
         return app
@@ -165,14 +173,15 @@ class FakeAnthropic:
             return _error(404, "not_found_error", f"model: {model_id}")
         return web.json_response(self.models[model_id])
 
-    def _refusal(self, body: dict[str, Any], betas: set[str]) -> web.Response | context.Applied:
-        """The 4xx the real API gives before any stream, or what the model will see."""
+    def refusal(self, body: dict[str, Any], betas: set[str]) -> Refused | context.Applied:
+        """The 4xx the real API gives before any stream (status, error type, message), or
+        what the model will see."""
         applied: context.Applied | str | None = None
         problem = messages_rules.request_problem(body, beta=bool(betas))
         if problem is None:
             info = self.models.get(str(body.get("model")))
             if info is None or info["lifecycle"] == "retired":
-                return _error(404, "not_found_error", f"model: {body.get('model')}")
+                return 404, "not_found_error", f"model: {body.get('model')}"
             problem = request_problem(info, body) or context.problem(info, body, betas)
             if problem is None:
                 applied = context.apply(body, info["max_input_tokens"])
@@ -185,22 +194,13 @@ class FakeAnthropic:
                 problem = str(exc)
         if problem is not None or not isinstance(applied, context.Applied):
             self.rejected.append(problem or "")
-            return _error(400, "invalid_request_error", problem or "")
+            return 400, "invalid_request_error", problem or ""
         self.applied.append(applied)
         return applied
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.requests.append(body)
-        self.headers.append({k.lower(): v for k, v in request.headers.items()})
-        self.request_seen.set()
-        header = self.headers[-1].get("anthropic-beta", "")
-        applied = self._refusal(body, {b.strip() for b in header.split(",") if b.strip()})
-        if isinstance(applied, web.Response):
-            return applied
-        if not self.replies:
-            return _error(500, "api_error", "fake: no scripted reply left")
-        reply = self.replies.pop(0)
+    def ready(self, reply: Reply, applied: context.Applied) -> Reply:
+        """`reply` as the model gives it for the accepted request: compacted or edited as
+        the request asked, its token counts counted when the fake counts them."""
         reply.compaction = applied.compaction
         reply.compaction_usage = applied.compaction_usage
         reply.applied_edits = applied.applied_edits
@@ -209,6 +209,20 @@ class FakeAnthropic:
             reply.input_tokens = counted["input_tokens"]
             reply.cache_read = counted["cache_read_input_tokens"]
             reply.cache_creation = counted["cache_creation_input_tokens"]
+        return reply
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        self.request_seen.set()
+        header = self.headers[-1].get("anthropic-beta", "")
+        applied = self.refusal(body, betas_of(header))
+        if isinstance(applied, tuple):
+            return _error(*applied)
+        if not self.replies:
+            return _error(500, "api_error", "fake: no scripted reply left")
+        reply = self.ready(self.replies.pop(0), applied)
         if reply.status is not None:
             return _error(reply.status, reply.error_type, "scripted failure", reply.headers)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

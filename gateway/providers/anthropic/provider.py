@@ -38,6 +38,11 @@ class AnthropicProvider:
         self.model = model
         self.name = name
 
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The configured SDK client (its other endpoints: model records, batches)."""
+        return self._client
+
     def new_turn(self, turn: int) -> TurnTranslator:
         return TurnTranslator(turn)
 

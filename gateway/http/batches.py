@@ -1,0 +1,229 @@
+"""HTTP for batches: create (202 with the id), progress, the batch's SSE events, results
+as JSON Lines (one `/api/research` fold per question, in order), cancel. A batch belongs
+to the key that created it: other keys get 404, as for runs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gateway import sse
+from gateway.batches.api import BatchesAPI
+from gateway.batches.batch import Batch
+from gateway.batches.journal import MemoryJournal
+from gateway.batches.manager import BatchManager, BatchOptions
+from gateway.errors import GatewayError, ValidationFailed
+from gateway.fold import fold
+from gateway.http import admission, keys
+from gateway.http.auth import caller_of
+from gateway.http.body import json_response, parse_run_request, read_json_body
+from gateway.providers.anthropic.provider import AnthropicProvider
+from gateway.runs.loop import LoopConfig
+from gateway.runs.run import Run, RunRequest
+
+NOT_BY_QUESTION = ("query", "messages", "sessionId")
+"""Request fields a batch does not share: a question is its query (or its own body), and
+batch questions do not continue sessions."""
+
+
+async def create(request: web.Request) -> web.Response:
+    app = request.app
+    manager = app.get(keys.BATCHES)
+    if manager is None:
+        raise ValidationFailed(
+            "Batches need the Messages API (GATEWAY_UPSTREAM anthropic or demo): the "
+            f"{app[keys.SETTINGS].upstream_kind} upstream has no Message Batches",
+            {"upstream": app[keys.SETTINGS].upstream_kind},
+        )
+    requests = _questions(request, await read_json_body(request))
+    configs = await _configs(request, requests)
+    caller = caller_of(request)
+    admission.check_capacity(app)
+    if keys.SPEND in app:
+        await app[keys.SPEND].admit(caller)
+    gate = app[keys.LIMITS]
+    admitted = await gate.admit(caller)  # a batch is one admission, held until it ends
+    request[keys.LIMIT_HEADERS] = admitted.headers
+    try:
+        batch = manager.start(caller, requests, configs, request[keys.REQUEST_ID])
+    except BaseException:
+        gate.release(caller, admitted.ticket)
+        raise
+    gate.hold(batch.id, caller, admitted.ticket)
+    body = {"batch_id": batch.id, "state": batch.state, "questions": len(requests)}
+    return json_response(body, 202)
+
+
+def _questions(request: web.Request, data: Any) -> list[RunRequest]:
+    app = request.app
+    settings = app[keys.SETTINGS]
+    if not isinstance(data, dict):
+        raise ValidationFailed("The request body must be a JSON object")
+    questions = data.get("questions")
+    limit = settings.gateway_batch_max_questions
+    if not isinstance(questions, list) or not questions or len(questions) > limit:
+        message = f"questions must be a list of 1 to {limit} questions (strings or request bodies)"
+        raise ValidationFailed(message, {"field": "questions"})
+    shared = {k: v for k, v in data.items() if k != "questions"}
+    for name in NOT_BY_QUESTION:
+        if name in shared:
+            raise ValidationFailed(f"{name} is not a shared field of a batch", {"field": name})
+    names = app[keys.TOOLSET].registry.names()
+    parsed = []
+    for index, question in enumerate(questions):
+        if isinstance(question, str):
+            body = {**shared, "query": question}
+        elif isinstance(question, dict):
+            body = {**shared, **question}
+        else:
+            message = f"questions[{index}]: a question is a string or a request body"
+            raise ValidationFailed(message, {"index": index})
+        if "sessionId" in body:
+            message = f"questions[{index}]: batch questions do not continue sessions"
+            raise ValidationFailed(message, {"index": index, "field": "sessionId"})
+        try:
+            parsed.append(parse_run_request(
+                body, settings, names, request[keys.REQUEST_ID], caller_of(request)
+            ))  # fmt: skip
+        except ValidationFailed as exc:
+            raise _at(exc, index) from None
+    return parsed
+
+
+async def _configs(request: web.Request, requests: list[RunRequest]) -> list[LoopConfig]:
+    planner = request.app[keys.PLANNER]
+    configs = []
+    for index, run_request in enumerate(requests):
+        try:
+            configs.append(await planner.config(run_request))
+        except ValidationFailed as exc:
+            raise _at(exc, index) from None
+    return configs
+
+
+def _at(exc: ValidationFailed, index: int) -> ValidationFailed:
+    return ValidationFailed(f"questions[{index}]: {exc.message}", {**exc.details, "index": index})
+
+
+def _owned(request: web.Request) -> Batch:
+    batch_id = request.match_info["batch_id"]
+    batch = request.app[keys.BATCHES].get(batch_id) if keys.BATCHES in request.app else None
+    if batch is None or batch.owner != caller_of(request):
+        raise GatewayError("NOT_FOUND", f"No batch {batch_id!r} (unknown or expired)")
+    return batch
+
+
+async def progress(request: web.Request) -> web.Response:
+    return json_response(_owned(request).progress())
+
+
+async def results(request: web.Request) -> web.StreamResponse:
+    batch = _owned(request)
+    if not batch.done:
+        message = f"Batch {batch.id} is {batch.state}: its results come when it has ended"
+        raise GatewayError("VALIDATION_ERROR", message, {"state": batch.state}, status=409)
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await response.prepare(request)
+    for question in batch.questions:
+        folded = fold(sse.parse_frames(question.run.log.read(0)))
+        line = {"index": question.index, "error": folded["error"]} if "error" in folded else {
+            "index": question.index, **folded}  # fmt: skip
+        await response.write(orjson.dumps(line) + b"\n")
+    await response.write_eof()
+    return response
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    batch = _owned(request)
+    settings = request.app[keys.SETTINGS]
+    raw = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+    if not raw.isdigit():
+        raise ValidationFailed("Last-Event-ID / after must be a seq, 0 or more")
+    after = int(raw)
+    log = batch.log
+    response = web.StreamResponse(headers={**sse.HEADERS, "x-batch-id": batch.id})
+    await response.prepare(request)
+    follower = log.follow(settings.gateway_heartbeat_s)
+    try:
+        while True:
+            data = log.read(after)
+            if data:
+                after = log.last_seq
+                await response.write(data)
+            elif log.closed:
+                break
+            elif not await follower.wait(after):
+                await response.write(sse.PING)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client left; the batch goes on
+    finally:
+        follower.close()
+    return response
+
+
+async def cancel(request: web.Request) -> web.Response:
+    batch = _owned(request)
+    cancelled = await request.app[keys.BATCHES].cancel(batch.id)
+    return json_response({"ok": True, "batch_id": batch.id, "cancelled": bool(cancelled),
+                          "state": batch.state})  # fmt: skip
+
+
+def routes() -> list[web.AbstractRouteDef]:
+    return [
+        web.post("/api/batches", create),
+        web.get("/api/batches/{batch_id}", progress, allow_head=False),
+        web.get("/api/batches/{batch_id}/events", events, allow_head=False),
+        web.get("/api/batches/{batch_id}/results", results, allow_head=False),
+        web.post("/api/batches/{batch_id}/cancel", cancel),
+    ]
+
+
+async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The batch manager, when the primary upstream speaks the Messages API (its SDK
+    client's Batches endpoints: the API's, or the demo model's offline)."""
+    settings = app[keys.SETTINGS]
+    primary = app[keys.UPSTREAMS].providers[0]
+    if not isinstance(primary, AnthropicProvider):
+        yield
+        return
+    journal = MemoryJournal()
+    options = BatchOptions(
+        poll_s=settings.gateway_batch_poll_s,
+        ttl_s=settings.gateway_batch_ttl_s,
+        max_events=settings.gateway_run_log_max_events,
+        upstream=primary.name,
+        model=settings.model,
+    )
+    manager = BatchManager(
+        app[keys.RUNS].factory,
+        BatchesAPI(primary.client, settings.gateway_batch_poll_s),
+        options,
+        app[keys.METRICS],
+        journal,
+        audit=app.get(keys.AUDIT),
+        on_question_end=functools.partial(_question_ended, app),
+        on_batch_end=functools.partial(_batch_ended, app),
+    )
+    app[keys.BATCHES] = manager
+    try:
+        yield
+    finally:
+        await manager.shutdown()
+
+
+def _question_ended(
+    app: web.Application, run: Run, usage: dict[str, int], cost: float | None
+) -> None:
+    """A question's dollars count against its key's daily budget as each one ends."""
+    if keys.SPEND in app:
+        app[keys.SPEND].charge(run.owner, cost)
+
+
+def _batch_ended(app: web.Application, batch: Batch) -> None:
+    """The batch's admission is settled with all its questions' tokens."""
+    app[keys.LIMITS].finished(batch.id, batch.totals()["usage"])
