@@ -2,8 +2,8 @@
 requests and run ids), each question's checkpoint after every turn (the state and the
 events so far), each round as it is submitted and answered, and its end.
 
-`MemoryJournal` keeps nothing (a batch is lost with its process); `store.redis` has the
-journal other workers can continue a batch from (`batches.durable`).
+`MemoryJournal` keeps nothing (a batch is lost with its process); `KeptJournal` keeps it
+in memory, as a shared store would for another worker (`BatchManager.resume`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from gateway import sse
 from gateway.batches.rounds import RoundRecord
 from gateway.runs import durable
 from gateway.runs.loop import LoopConfig, RunState
@@ -132,3 +133,58 @@ class MemoryJournal:
 
 Journal = MemoryJournal
 """What the manager writes to (the Redis journal subclasses it)."""
+
+
+class KeptJournal(MemoryJournal):
+    """A journal kept in this process's memory: what a shared store holds for another
+    worker, and the reference its Redis form follows. `stop()` stands for the process
+    dying: nothing more is written."""
+
+    durable = True
+
+    def __init__(self) -> None:
+        self.records: dict[str, Record] = {}
+        self.ended: set[str] = set()
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    async def begin(self, record: Record) -> None:
+        if not self.stopped:
+            self.records.setdefault(record.batch_id, record)
+
+    def round_writer(
+        self, batch_id: str, on_round: OnRound
+    ) -> Callable[[RoundRecord], Awaitable[None]]:
+        async def write(record: RoundRecord) -> None:
+            on_round(record)
+            kept = self.records.get(batch_id)
+            if kept is None or self.stopped:
+                return
+            copy = round_from_json(round_json(record))
+            rounds = [r for r in kept.round_records if r.number != record.number]
+            kept.round_records = sorted([*rounds, copy], key=lambda r: r.number)
+
+        return write
+
+    def checkpoint(self, batch_id: str, question: Question) -> None:
+        kept = self.records.get(batch_id)
+        if kept is None or self.stopped:
+            return
+        log_ = question.run.log
+        seq = log_.last_seq
+        data = durable.encode(question.request, "batch", question.state, seq)
+        kept.checkpoints[question.index] = data
+        kept.events[question.index] = sse.parse_frames(log_.read(0))
+
+    async def question_done(self, batch_id: str, question: Question) -> None:
+        kept = self.records.get(batch_id)
+        if kept is None or self.stopped:
+            return
+        kept.events[question.index] = sse.parse_frames(question.run.log.read(0))
+        kept.done[question.index] = question.outcome or "completed"
+
+    async def end(self, batch: Batch) -> None:
+        if not self.stopped:
+            self.ended.add(batch.id)

@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from secrets import token_hex
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
 from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics
@@ -63,6 +65,7 @@ class BatchManager:
         self._on_question_end = on_question_end
         self._on_batch_end = on_batch_end
         self._batches: dict[str, Batch] = {}
+        self._stopping = False
 
     def get(self, batch_id: str) -> Batch | None:
         self._expire()
@@ -130,6 +133,7 @@ class BatchManager:
     async def shutdown(self) -> None:
         """Stop every batch here; with a journal that outlives the process (Redis) another
         worker or a restart continues them."""
+        self._stopping = True  # what the questions end with now is not their outcome
         running = [b for b in self._batches.values() if b.task is not None and not b.done]
         for batch in running:
             assert batch.task is not None
@@ -140,6 +144,7 @@ class BatchManager:
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
+        await self._recover(rounds)
         batch.rounds = rounds_ = Rounds(
             self.api, len(open_), self.journal.round_writer(batch.id, self._count_round), rounds
         )
@@ -158,6 +163,18 @@ class BatchManager:
         self._finish(batch)
         await self.journal.end(batch)
 
+    async def _recover(self, rounds: list[RoundRecord]) -> None:
+        """A round journaled as `submitting` without an id may have been created: find it
+        by its custom_ids before anything is submitted again."""
+        for record in rounds:
+            if record.state == "submitting" and record.api_batch_id is None:
+                since = datetime.fromisoformat(record.submitted_at) - timedelta(minutes=1)
+                try:
+                    record.api_batch_id = await self.api.find(record.custom_ids, since)
+                except UpstreamFailure:
+                    log.exception("batches: cannot look for round %d's batch", record.number)
+                record.state = "submitted" if record.api_batch_id else "failed"
+
     async def _run_question(
         self, batch: Batch, question: Question, configs: list[LoopConfig]
     ) -> None:
@@ -175,11 +192,13 @@ class BatchManager:
             if self._on_question_end is not None:
                 self._on_question_end(question.run, question.state.usage, question.state.cost_usd)
         batch.emit("question", **question.progress())
-        await self.journal.question_done(batch.id, question)
+        if not self._stopping:
+            await self.journal.question_done(batch.id, question)
 
     def _turned(self, batch: Batch, question: Question) -> None:
         batch.emit("question", **question.progress())
-        self.journal.checkpoint(batch.id, question)
+        if not self._stopping:
+            self.journal.checkpoint(batch.id, question)
 
     def _count_round(self, record: RoundRecord) -> None:
         if record.state == "submitted":
