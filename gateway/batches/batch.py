@@ -48,6 +48,7 @@ class Question:
             "tool_calls": state.tool_calls,
             "usage": dict(state.usage),
             "cost_usd": state.cost_usd,
+            "saved_usd": self.saved_usd,
         }
 
 
@@ -63,26 +64,18 @@ class Batch:
     rounds: Rounds | None = None
     task: asyncio.Task[None] | None = None
     finished_at: float | None = None
+    outcome: str | None = None
+    """`completed` or `cancelled`, once ended."""
+    stopping: bool = False
+    """Stopped here (shutdown, or taken over elsewhere): what its questions end with now
+    is not their outcome, and nothing more is journaled."""
 
     @property
     def done(self) -> bool:
         return self.state == "ended"
 
     def totals(self) -> dict[str, Any]:
-        usage = events.empty_usage()
-        cost: float | None = 0.0
-        for question in self.questions:
-            for key, value in question.state.usage.items():
-                usage[key] = usage.get(key, 0) + value
-            q_cost = question.state.cost_usd
-            cost = None if cost is None or q_cost is None else cost + q_cost
-        outcomes: dict[str, int] = {}
-        for question in self.questions:
-            name = question.outcome or question.phase
-            outcomes[name] = outcomes.get(name, 0) + 1
-        saved = round(sum(q.saved_usd for q in self.questions), 6)
-        return {"question_count": len(self.questions), "counts": outcomes, "usage": usage,
-                "total_cost_usd": cost, "saved_usd": saved}  # fmt: skip
+        return totals_of([q.progress() for q in self.questions])
 
     def progress(self) -> dict[str, Any]:
         records = [] if self.rounds is None else self.rounds.rounds
@@ -98,6 +91,23 @@ class Batch:
     def emit(self, kind: str, **fields: Any) -> None:
         if not self.log.closed:
             self.log.append(cast(Event, {"type": kind, **fields}))
+
+
+def totals_of(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A batch's totals from its questions' progress."""
+    usage = events.empty_usage()
+    cost: float | None = 0.0
+    outcomes: dict[str, int] = {}
+    for question in questions:
+        for key, value in question["usage"].items():
+            usage[key] = usage.get(key, 0) + value
+        q_cost = question["cost_usd"]
+        cost = None if cost is None or q_cost is None else cost + q_cost
+        name = question["outcome"] or question["state"]
+        outcomes[name] = outcomes.get(name, 0) + 1
+    saved = round(sum(q["saved_usd"] for q in questions), 6)
+    return {"question_count": len(questions), "counts": outcomes, "usage": usage,
+            "total_cost_usd": cost, "saved_usd": saved}  # fmt: skip
 
 
 def round_view(record: RoundRecord) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from secrets import token_hex
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
 from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics
@@ -63,6 +65,7 @@ class BatchManager:
         self._on_question_end = on_question_end
         self._on_batch_end = on_batch_end
         self._batches: dict[str, Batch] = {}
+        self._controls: set[asyncio.Task[Any]] = set()
 
     def get(self, batch_id: str) -> Batch | None:
         self._expire()
@@ -132,19 +135,38 @@ class BatchManager:
         worker or a restart continues them."""
         running = [b for b in self._batches.values() if b.task is not None and not b.done]
         for batch in running:
+            batch.stopping = True
             assert batch.task is not None
             batch.task.cancel()
         await asyncio.gather(*(b.task for b in running if b.task), return_exceptions=True)
+        await asyncio.gather(*(self.journal.release(b.id) for b in running))
+
+    def lost(self, batch_id: str) -> None:
+        """Another worker drives this batch now (the store refused a write of it): stop
+        it here without a word more to the journal; readers here read the store."""
+        batch = self._batches.pop(batch_id, None)
+        if batch is not None and batch.task is not None and not batch.done:
+            batch.stopping = True
+            batch.task.cancel()
+
+    def on_control(self, kind: str, batch_id: str) -> None:
+        """A control message from another worker: `cancel {batch_id}`."""
+        if kind == "cancel" and batch_id in self._batches:
+            task = asyncio.create_task(self.cancel(batch_id))
+            self._controls.add(task)
+            task.add_done_callback(self._controls.discard)
 
     async def _drive(
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
-        batch.rounds = rounds_ = Rounds(
-            self.api, len(open_), self.journal.round_writer(batch.id, self._count_round), rounds
-        )
+        recovered = await self._recover(rounds)
+        write_round = self.journal.round_writer(batch.id, self._count_round)
+        batch.rounds = rounds_ = Rounds(self.api, len(open_), write_round, rounds)
         try:
             await self.journal.begin(record)
+            for round_ in recovered:
+                await write_round(round_)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
             async with asyncio.TaskGroup() as group:
                 for question in open_:
@@ -157,6 +179,21 @@ class BatchManager:
         await rounds_.close()
         self._finish(batch)
         await self.journal.end(batch)
+
+    async def _recover(self, rounds: list[RoundRecord]) -> list[RoundRecord]:
+        """A round journaled as `submitting` without an id may have been created: find it
+        by its custom_ids before anything is submitted again. The rounds it updated."""
+        found = []
+        for record in rounds:
+            if record.state == "submitting" and record.api_batch_id is None:
+                since = datetime.fromisoformat(record.submitted_at) - timedelta(minutes=1)
+                try:
+                    record.api_batch_id = await self.api.find(record.custom_ids, since)
+                except UpstreamFailure:
+                    log.exception("batches: cannot look for round %d's batch", record.number)
+                record.state = "submitted" if record.api_batch_id else "failed"
+                found.append(record)
+        return found
 
     async def _run_question(
         self, batch: Batch, question: Question, configs: list[LoopConfig]
@@ -172,14 +209,16 @@ class BatchManager:
             await drive(question, config, deps, lambda q: self._turned(batch, q))
         finally:
             batch.rounds.leave()
-            if self._on_question_end is not None:
+            if self._on_question_end is not None and not batch.stopping:
                 self._on_question_end(question.run, question.state.usage, question.state.cost_usd)
         batch.emit("question", **question.progress())
-        await self.journal.question_done(batch.id, question)
+        if not batch.stopping:
+            await self.journal.question_done(batch.id, question)
 
     def _turned(self, batch: Batch, question: Question) -> None:
         batch.emit("question", **question.progress())
-        self.journal.checkpoint(batch.id, question)
+        if not batch.stopping:
+            self.journal.checkpoint(batch.id, question)
 
     def _count_round(self, record: RoundRecord) -> None:
         if record.state == "submitted":
@@ -187,7 +226,7 @@ class BatchManager:
 
     def _finish(self, batch: Batch) -> None:
         outcome = "cancelled" if batch.state == "cancelling" else "completed"
-        batch.state = "ended"
+        batch.state, batch.outcome = "ended", outcome
         batch.finished_at = time.monotonic()
         totals = batch.totals()
         self._metrics.batches.labels(outcome).inc()

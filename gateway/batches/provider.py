@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.batches.api import Result
 from gateway.batches.messages import message_payloads
 from gateway.batches.rounds import Rounds, custom_id
 from gateway.errors import UpstreamFailure
@@ -72,8 +71,3 @@ def _failure(cid: str, result: dict[str, Any]) -> UpstreamFailure:
     failure.details["batch_result"] = kind if kind in BATCH_RESULTS else "errored"
     failure.details["custom_id"] = cid
     return failure
-
-
-def result_of(result: Result) -> str:
-    kind = result.get("result", {}).get("type")
-    return kind if kind in BATCH_RESULTS else "errored"

@@ -1,9 +1,13 @@
 """HTTP for batches: create (202 with the id), progress, the batch's SSE events, results
 as JSON Lines (one `/api/research` fold per question, in order), cancel. A batch belongs
-to the key that created it: other keys get 404, as for runs."""
+to the key that created it: other keys get 404, as for runs.
+
+With the shared store, a batch driven by another worker is read from its journal there
+(progress, results, events polled), and its cancel is sent to that worker."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,8 +18,9 @@ from aiohttp import web
 from gateway import sse
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch
-from gateway.batches.journal import MemoryJournal
+from gateway.batches.journal import Journal, MemoryJournal, SharedJournal, Stored
 from gateway.batches.manager import BatchManager, BatchOptions
+from gateway.batches.takeover import Takeover
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.fold import fold
 from gateway.http import admission, keys
@@ -109,36 +114,56 @@ def _at(exc: ValidationFailed, index: int) -> ValidationFailed:
     return ValidationFailed(f"questions[{index}]: {exc.message}", {**exc.details, "index": index})
 
 
-def _owned(request: web.Request) -> Batch:
+async def _owned(request: web.Request) -> Batch | Stored:
+    """The caller's batch: driven here, or read from the shared store."""
     batch_id = request.match_info["batch_id"]
-    batch = request.app[keys.BATCHES].get(batch_id) if keys.BATCHES in request.app else None
-    if batch is None or batch.owner != caller_of(request):
+    manager = request.app.get(keys.BATCHES)
+    found: Batch | Stored | None = None if manager is None else manager.get(batch_id)
+    if found is None and manager is not None and isinstance(manager.journal, SharedJournal):
+        found = await _stored(manager.journal, batch_id)
+    if found is None or found.owner != caller_of(request):
         raise GatewayError("NOT_FOUND", f"No batch {batch_id!r} (unknown or expired)")
-    return batch
+    return found
+
+
+async def _stored(journal: SharedJournal, batch_id: str) -> Stored | None:
+    try:
+        return await journal.stored(batch_id)
+    except journal.errors as exc:
+        message = f"The shared store does not answer ({type(exc).__name__})"
+        raise GatewayError("NETWORK_ERROR", message) from exc
 
 
 async def progress(request: web.Request) -> web.Response:
-    return json_response(_owned(request).progress())
+    return json_response((await _owned(request)).progress())
 
 
 async def results(request: web.Request) -> web.StreamResponse:
-    batch = _owned(request)
+    batch = await _owned(request)
     if not batch.done:
-        message = f"Batch {batch.id} is {batch.state}: its results come when it has ended"
+        message = f"Batch {batch.batch_id if isinstance(batch, Stored) else batch.id} is " \
+                  f"{batch.state}: its results come when it has ended"  # fmt: skip
         raise GatewayError("VALIDATION_ERROR", message, {"state": batch.state}, status=409)
+    if isinstance(batch, Stored):
+        logs = [batch.events.get(i, b"") for i in range(len(batch.questions))]
+    else:
+        logs = [question.run.log.read(0) for question in batch.questions]
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
-    for question in batch.questions:
-        folded = fold(sse.parse_frames(question.run.log.read(0)))
-        line = {"index": question.index, "error": folded["error"]} if "error" in folded else {
-            "index": question.index, **folded}  # fmt: skip
+    for index, data in enumerate(logs):
+        folded = fold(sse.parse_frames(data))
+        line = {"index": index, "error": folded["error"]} if "error" in folded else {
+            "index": index, **folded}  # fmt: skip
         await response.write(orjson.dumps(line) + b"\n")
     await response.write_eof()
     return response
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    batch = _owned(request)
+    found = await _owned(request)
+    if isinstance(found, Stored):
+        return await _stored_events(request, found)
+    batch = found
     settings = request.app[keys.SETTINGS]
     raw = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
     if not raw.isdigit():
@@ -166,9 +191,70 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResponse:
+    """A batch another worker drives, as SSE: its journal read every `GATEWAY_BATCH_POLL_S`
+    (at most a second): `batch_status`, then a `question` for each question whose
+    progress changed, then `batch_complete`. The seqs are this stream's own."""
+    settings = request.app[keys.SETTINGS]
+    journal = request.app[keys.BATCHES].journal
+    assert isinstance(journal, SharedJournal)
+    every = min(1.0, settings.gateway_batch_poll_s)
+    batch_id = stored.batch_id
+    response = web.StreamResponse(headers={**sse.HEADERS, "x-batch-id": batch_id})
+    await response.prepare(request)
+    seq = 0
+    seen: list[dict[str, Any] | None] = [None] * len(stored.questions)
+
+    def framed(kind: str, **fields: Any) -> bytes:
+        nonlocal seq
+        seq += 1
+        return sse.frame(seq, {"type": kind, **fields, "run_id": batch_id, "seq": seq})
+
+    try:
+        await response.write(framed("batch_status", state=stored.state,
+                                    questions=len(stored.questions)))  # fmt: skip
+        while True:
+            changed = [q for i, q in enumerate(stored.questions) if q != seen[i]]
+            for question in changed:
+                seen[question["index"]] = question
+            data = b"".join(framed("question", **q) for q in changed)
+            if stored.done:
+                summary = stored.summary or {}
+                outcome = summary.get("outcome") or "completed"
+                data += framed("batch_complete", batch_id=batch_id, state="ended",
+                               outcome=outcome, **_totals(stored))  # fmt: skip
+            await response.write(data or sse.PING)
+            if stored.done:
+                break
+            await asyncio.sleep(every)
+            stored = await _stored(journal, batch_id) or stored
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client left; the batch goes on
+    return response
+
+
+def _totals(stored: Stored) -> dict[str, Any]:
+    progress = stored.progress()
+    for name in ("batch_id", "state", "created_at", "rounds", "questions"):
+        progress.pop(name)
+    return progress
+
+
 async def cancel(request: web.Request) -> web.Response:
-    batch = _owned(request)
-    cancelled = await request.app[keys.BATCHES].cancel(batch.id)
+    batch = await _owned(request)
+    manager = request.app[keys.BATCHES]
+    if isinstance(batch, Stored):
+        assert isinstance(manager.journal, SharedJournal)
+        try:
+            cancelled = await manager.journal.store.cancel(batch.batch_id)
+        except manager.journal.errors as exc:
+            message = f"The shared store does not answer ({type(exc).__name__})"
+            raise GatewayError("NETWORK_ERROR", message) from exc
+        state = "cancelling" if cancelled else batch.state
+        return json_response({"ok": True, "batch_id": batch.batch_id,
+                              "cancelled": bool(cancelled), "state": state})  # fmt: skip
+    cancelled = await manager.cancel(batch.id)
     return json_response({"ok": True, "batch_id": batch.id, "cancelled": bool(cancelled),
                           "state": batch.state})  # fmt: skip
 
@@ -191,7 +277,10 @@ async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
     if not isinstance(primary, AnthropicProvider):
         yield
         return
-    journal = MemoryJournal()
+    runs = app[keys.RUNS]
+    journal: Journal = MemoryJournal()
+    if runs.shared is not None:  # a batch outlives this worker: see `batches.takeover`
+        journal = SharedJournal(runs.shared.batches(), settings.gateway_batch_ttl_s)
     options = BatchOptions(
         poll_s=settings.gateway_batch_poll_s,
         ttl_s=settings.gateway_batch_ttl_s,
@@ -210,9 +299,16 @@ async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
         on_batch_end=functools.partial(_batch_ended, app),
     )
     app[keys.BATCHES] = manager
+    takeover = None
+    if isinstance(journal, SharedJournal):
+        journal.on_lost = manager.lost
+        runs.other_control = manager.on_control
+        takeover = Takeover(journal, manager, app[keys.PLANNER].config, settings.gateway_takeover_s)
     try:
         yield
     finally:
+        if takeover is not None:
+            await takeover.close()
         await manager.shutdown()
 
 

@@ -36,7 +36,7 @@ from gateway.store.eventlog import EventLog
 from gateway.store.sessions import consistent_history
 
 if TYPE_CHECKING:
-    from gateway.store.base import SharedRuns
+    from gateway.store.base import ControlHandler, SharedRuns
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ class RunManager:
         """Runs whose task has not ended, taken over ones included."""
         self.durable: Durability | None = None
         """With the shared store: this worker's leases on its runs (see `durable`)."""
+        self.other_control: ControlHandler | None = None
+        """Where control messages for ids that are no run here go (a batch's cancel)."""
 
     def get(self, run_id: str) -> Run | None:
         self._expire_finished()
@@ -204,6 +206,8 @@ class RunManager:
     def _on_control(self, kind: str, run_id: str) -> None:
         run = self._runs.get(run_id)
         if run is None:
+            if self.other_control is not None:
+                self.other_control(kind, run_id)
             return
         if kind == "cancel":
             run.cancel("cancelled")

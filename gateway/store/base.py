@@ -55,6 +55,53 @@ class Leases(Protocol):
         ...
 
 
+class SharedBatches(Protocol):
+    """Batches' journals as every process sees them (`batches.journal` says what is in
+    them), each batch driven by one worker at a time: a lease it renews, and a fencing
+    token that each of its writes carries, so a worker that lost the batch has its
+    writes refused. Every call raises `errors` when the store fails."""
+
+    errors: tuple[type[BaseException], ...]
+    lease_ms: int
+
+    async def claim(self, batch_id: str, owner: str, meta: bytes, ttl_s: int) -> int:
+        """Claim a new batch with its record: its token (0: not claimed)."""
+        ...
+
+    async def write(
+        self, batch_id: str, token: int, part: str, fields: dict[str, bytes], ttl_s: int
+    ) -> bool:
+        """Set `fields` of the batch's `part` (`q` questions, `r` rounds) if `token` still
+        holds it: whether it did."""
+        ...
+
+    async def finish(self, batch_id: str, token: int, summary: bytes, ttl_s: int) -> bool:
+        """The batch ended: its summary, its lease dropped (fenced as `write`)."""
+        ...
+
+    async def renew(self, owned: list[tuple[str, int]], ttl_s: int) -> list[int]:
+        """Per (batch id, token): 1 renewed, 0 taken over elsewhere, 2 ended or gone."""
+        ...
+
+    async def release(self, batch_id: str, token: int) -> None:
+        """Give the lease up (a worker stopping): another worker may take the batch."""
+        ...
+
+    async def take_over(self, limit: int, grace_ms: int) -> list[tuple[str, int]]:
+        """Claim up to `limit` running batches whose lease has been missing for
+        `grace_ms`: (batch id, new token)."""
+        ...
+
+    async def load(self, batch_id: str) -> dict[str, dict[str, bytes]] | None:
+        """The batch's parts as written (`batch`, `q`, `r`); None if unknown."""
+        ...
+
+    async def cancel(self, batch_id: str) -> bool | None:
+        """Ask the worker driving the batch to cancel it (a control message `cancel
+        {batch_id}`): whether it was running, None if unknown."""
+        ...
+
+
 class SharedRuns(Protocol):
     """Runs as every process sees them: mirrored by their owner, found by anyone."""
 
@@ -108,3 +155,4 @@ class SharedRuns(Protocol):
         ...
 
     def leases(self) -> Leases: ...
+    def batches(self) -> SharedBatches: ...

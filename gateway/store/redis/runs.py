@@ -9,6 +9,7 @@ Keys and channels, all under `redis_key_prefix` (default `rg:`):
                       bytes, `end` on the terminal one; MAXLEN ~ gateway_run_log_max_events
     run:{id}:lease    the worker driving a durable run, expiring unless renewed
     runs:durable      set: the durable runs still running, where takeovers look
+    batch:{id}...     a batch's journal, lease and the set of running batches (`batches`)
     session:{id}      a session's history, JSON, expiring gateway_session_ttl_s after its save
     ctl:{worker}      the channel each process listens on: `cancel {run_id}`, `idle {run_id}`
 
@@ -41,6 +42,7 @@ from gateway.errors import GatewayError
 from gateway.store.base import ControlHandler
 from gateway.store.eventlog import EventLog
 from gateway.store.redis import mirror
+from gateway.store.redis.batches import RedisBatches
 from gateway.store.redis.leases import RedisLeases
 from gateway.store.redis.mirror import FLUSH_MAX, RETRY_S, Flusher
 from gateway.store.redis.scripts import APPEND, COUNT_READER
@@ -214,6 +216,10 @@ class RedisStore:
 
     def leases(self) -> RedisLeases:
         return RedisLeases(self)
+
+    def batches(self) -> RedisBatches:
+        """Batches' journals (see `batches`), on this store's client."""
+        return RedisBatches(self)
 
     async def owner(self, run_id: str) -> str | None:
         """The name of the key that started the run, from its record (None if none)."""
