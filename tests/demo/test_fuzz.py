@@ -122,8 +122,8 @@ def unstated(case: schemathesis.Case[Any]) -> list[CheckFunction]:
     """A history whose roles do not alternate is a 400 that JSON Schema cannot state, and
     `thinking`, `effort` and `output_format` are refused where the model's record says it
     cannot take them (the demo has no structured output): such a body (or a batch
-    question) may be refused although the document accepts it. So may any JSON-RPC message to /mcp: its method,
-    params and session are MCP's to state, not the document's."""
+    question) may be refused although the document accepts it. So may any JSON-RPC message
+    to /mcp: its method, params and session are MCP's to state, not the document's."""
     if case.path == "/mcp":
         return [positive_data_acceptance]
     body = case.body if isinstance(case.body, dict) else {}
