@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from demo_model.batch_store import BatchRequest
 from gateway.batches.journal import KeptJournal
 from gateway.http import keys
 from tests.demo.test_batch_http import QUESTIONS, demo_app, make_client, start, store
@@ -24,9 +25,9 @@ async def test_a_batch_stopped_between_rounds_finishes_elsewhere(
     answer = demo_store.process
     processed: list[str] = []
 
-    async def counting(custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        processed.append(custom_id)
-        return await answer(custom_id, params)
+    async def counting(request: BatchRequest) -> dict[str, Any]:
+        processed.append(request.custom_id)
+        return await answer(request)
 
     demo_store.process = counting
     first = await make_client()

@@ -128,7 +128,8 @@ def unstated(case: schemathesis.Case[Any]) -> list[CheckFunction]:
         return [positive_data_acceptance]
     body = case.body if isinstance(case.body, dict) else {}
     fields = set(body) | set(case.query or {})
-    for question in body.get("questions") or ():  # a batch's questions are run bodies too
+    questions = body.get("questions")
+    for question in questions if isinstance(questions, list) else ():  # run bodies too
         if isinstance(question, dict):
             fields |= set(question)
     if CAPABILITY_FIELDS & fields:
