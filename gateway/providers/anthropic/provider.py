@@ -38,6 +38,11 @@ class AnthropicProvider:
         self.model = model
         self.name = name
 
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client: its configuration, the Models API, the Files API."""
+        return self._client
+
     def new_turn(self, turn: int) -> TurnTranslator:
         return TurnTranslator(turn)
 
@@ -96,6 +101,8 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
         params["output_config"] = config
     if call.context_management is not None:
         params["context_management"] = call.context_management
+    if call.container is not None:
+        params["container"] = call.container
     return params
 
 
