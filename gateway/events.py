@@ -58,7 +58,7 @@ ToolPhase = Literal[
 EventType = Literal[
     "system_info", "system_init", "turn_start", "thinking_start", "thinking", "thinking_signature",
     "thinking_complete", "delta", "citation", "tool_call", "turn_complete", "warning",
-    "final", "error",
+    "final", "error", "file",
 ]  # fmt: skip
 
 
@@ -166,6 +166,7 @@ class Warning(_Stamped):
     next_upstream: NotRequired[str]
     dropped: NotRequired[list[str]]
     model: NotRequired[str]
+    file_id: NotRequired[str]
 
 
 class ContextEdited(_Stamped):
@@ -178,6 +179,19 @@ class ContextEdited(_Stamped):
     cleared_thinking_turns: NotRequired[int]
     usage: NotRequired[dict[str, int]]
     """Compaction's own tokens (its `usage.iterations` entry), counted in the turn's usage."""
+
+
+class File(_Stamped):
+    """A file the model made with code execution, downloadable at `/api/files/{file_id}`
+    with the key that started the run."""
+
+    type: Literal["file"]
+    file_id: str
+    filename: str | None
+    """None when the Files API could not be asked (a `warning` says so)."""
+    mime_type: str | None
+    size_bytes: int | None
+    turn: int
 
 
 class Final(_Stamped):
@@ -210,7 +224,7 @@ class Error(_Stamped):
 Event = (
     SystemInfo | SystemInit | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
     | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | ContextEdited
-    | Final | Error
+    | Final | Error | File
 )  # fmt: skip
 
 
@@ -316,6 +330,16 @@ def warning(code: str, message: str, turns: int, **fields: Any) -> Warning:
     """Something the client should know; the run goes on. `fields` see `Warning`."""
     event = {"type": "warning", "code": code, "message": message, "turns": turns, **fields}
     return cast(Warning, event)
+
+
+def file(
+    file_id: str, filename: str | None, mime_type: str | None, size_bytes: int | None, turn: int
+) -> File:
+    """A file code execution made in `turn` (its metadata as the Files API gave it)."""
+    return {
+        "type": "file", "file_id": file_id, "filename": filename, "mime_type": mime_type,
+        "size_bytes": size_bytes, "turn": turn,
+    }  # fmt: skip
 
 
 def final(

@@ -38,8 +38,8 @@ class _Fold:
                 self.result["signatures"].append(event["signature"])
             case "tool_call":
                 _fold_tool_call(self.calls, event)
-            case "citation":
-                self.result["citations"].append(event["citation"])
+            case "citation" | "file":
+                self._collect(event)
             case "system_info":
                 self.result.update(model=event["model"], session_id=event["session_id"])
             case "final" | "error":
@@ -51,6 +51,14 @@ class _Fold:
                 self._progress(event)
             case _:
                 assert_never(kind)
+
+    def _collect(self, event: dict[str, Any]) -> None:
+        """Citations, and the files code execution made (`files`, only when there are)."""
+        if event["type"] == "citation":
+            self.result["citations"].append(event["citation"])
+        else:
+            keep = ("file_id", "filename", "mime_type", "size_bytes", "turn")
+            self.result.setdefault("files", []).append({k: event[k] for k in keep})
 
     def _progress(self, event: dict[str, Any]) -> None:
         """The stream's progress: the answer has it in its totals, but a failed run's cost

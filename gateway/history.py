@@ -16,12 +16,15 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import typing_extensions
 from anthropic.types import (
+    BashCodeExecutionToolResultBlockParam,
+    CodeExecutionToolResultBlockParam,
     DocumentBlockParam,
     ImageBlockParam,
     RedactedThinkingBlockParam,
     SearchResultBlockParam,
     ServerToolUseBlockParam,
     TextBlockParam,
+    TextEditorCodeExecutionToolResultBlockParam,
     ThinkingBlockParam,
     ToolResultBlockParam,
     ToolUseBlockParam,
@@ -49,6 +52,10 @@ BLOCKS: dict[str, dict[str, Any]] = {
         "server_tool_use": ServerToolUseBlockParam,
         "web_search_tool_result": WebSearchToolResultBlockParam,
         "web_fetch_tool_result": WebFetchToolResultBlockParam,
+        # Code execution's results (the files it made are named in them), verbatim.
+        "code_execution_tool_result": CodeExecutionToolResultBlockParam,
+        "bash_code_execution_tool_result": BashCodeExecutionToolResultBlockParam,
+        "text_editor_code_execution_tool_result": TextEditorCodeExecutionToolResultBlockParam,
         # Server-side compaction's summary, sent back verbatim (context management).
         "compaction": BetaCompactionBlockParam,
     },

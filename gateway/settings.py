@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     """Tool results kept (the newest) when old ones are cleared."""
     anthropic_server_tools: Annotated[tuple[str, ...], NoDecode] = ()
     """The Messages API's own tools to offer (`web_search`, `web_fetch`)."""
+    gateway_code_execution: bool = True
+    """Allow runs that ask for it (`code_execution`, `skills`) to use the Messages API's
+    code execution tool and skills; false: such a request is a 400."""
 
     gateway_tool_timeout_s: float = Field(30.0, gt=0)
     gateway_tool_result_max_chars: int = Field(100_000, ge=1_000)

@@ -2,7 +2,7 @@
 // for the whole answer at once.
 
 import { formatMs, plural } from './dom.js';
-import { dispatch, fail, setTrace } from './handlers.js';
+import { dispatch, fail, setTrace, showFile } from './handlers.js';
 import { tokensText } from './panels.js';
 import { authHeaders, log, readError, sleep, state, status, timeline } from './page.js';
 import { buildRequest, endRun, newRun } from './runs.js';
@@ -200,6 +200,7 @@ function showResearch(run, body) {
   if (body.session_id) state.sessionId = body.session_id;
   setTrace(run, body.trace_id);
   renderResearch(run.view, body);
+  for (const file of body.files ?? []) showFile(run, file);
   const calls = body.toolCalls?.length ?? 0;
   const facts = [formatMs(run.durationMs), plural(body.turns, 'turn'), plural(calls, 'tool call'), tokensText(body.usage)];
   run.view.finish({ state: 'done', outcome: body.outcome ?? body.stop_reason, traceId: run.traceId, facts });

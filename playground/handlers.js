@@ -2,9 +2,10 @@
 // `seq`, records the event, and hands it to its handler.
 
 import { formatMs, plural } from './dom.js';
+import { downloadFile } from './files.js';
 import { showUpstream } from './health.js';
 import { tokensText } from './panels.js';
-import { followAnswer, log, state, status, timeline } from './page.js';
+import { authHeaders, followAnswer, log, state, status, timeline } from './page.js';
 
 // max_turns counts tool rounds; the answer takes one more model call than that.
 function turnText(run) {
@@ -100,6 +101,11 @@ const handlers = {
   citation(run, ev) {
     run.view.cite(ev.citation);
   },
+  /** A file the model made (code execution): a download button under the answer. */
+  file(run, ev) {
+    showFile(run, ev);
+    timeline.add('file', `File: ${ev.filename ?? ev.file_id}`, `turn ${ev.turn}`);
+  },
   turn_complete(run, ev) {
     run.view.endText();
     addUsage(run, ev.usage);
@@ -148,6 +154,10 @@ const handlers = {
     fail(run, ev.error);
   },
 };
+
+export function showFile(run, file) {
+  run.view.file(file, (f) => downloadFile(f, authHeaders()));
+}
 
 /** Show a failure in the message, the status and the timeline, and end the run's view. */
 export function fail(run, error) {

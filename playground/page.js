@@ -10,6 +10,8 @@ export const ui = {
   maxTurns: $('max-turns'),
   thinking: $('thinking'),
   thinkingBudget: $('thinking-budget'),
+  codeExecution: $('code-execution'),
+  skills: $('skills'),
   continueSession: $('continue-session'),
   apiKey: $('api-key'),
   stream: $('btn-stream'),

@@ -17,6 +17,9 @@ export function buildRequest() {
   const maxTurns = parseInt(ui.maxTurns.value, 10);
   if (maxTurns > 0) request.max_turns = maxTurns;
   if (ui.thinking.checked) request.thinking = Math.max(1024, parseInt(ui.thinkingBudget.value, 10) || 4096);
+  const skills = ui.skills.value.split(/[\s,]+/).filter(Boolean);
+  if (skills.length) request.skills = skills;
+  if (ui.codeExecution.checked || skills.length) request.code_execution = true;
   if (ui.continueSession.checked && state.sessionId) request.sessionId = state.sessionId;
   return request;
 }

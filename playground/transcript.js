@@ -2,6 +2,7 @@
 // segments in the order they happened: thinking blocks, text, tool calls, notices.
 
 import { copyable, formatBytes, formatCount, formatMs, h, prettyJson, throttle } from './dom.js';
+import { fileLabel } from './files.js';
 import { renderMarkdown } from './markdown.js';
 
 export function userMessage(query, options) {
@@ -297,6 +298,31 @@ export class AssistantMessage {
     const label = safe ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, title) : title;
     const quote = citation?.cited_text ? h('span', { class: 'muted small' }, ` “${String(citation.cited_text).slice(0, 200)}”`) : '';
     this.sources.append(h('li', {}, label, quote));
+  }
+
+  /** A file code execution made: listed under the answer, with a download button that
+   * calls `onDownload` (which fetches it with the page's key). */
+  file(file, onDownload) {
+    if (!this.files) {
+      this.files = h('ul', { class: 'files' });
+      this.footer.before(h('div', { class: 'msg-files' }, h('strong', {}, 'Files'), this.files));
+    }
+    const label = fileLabel(file);
+    const button = h('button', { type: 'button', class: 'btn btn-small file-download', dataset: { fileId: file.file_id } }, `Download ${label}`);
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      button.textContent = `Downloading ${label}…`;
+      try {
+        await onDownload(file);
+        button.textContent = `Download ${label}`;
+      } catch (error) {
+        button.textContent = `Download ${label} (failed: ${error?.code ?? 'error'})`;
+        this.notice('error', error?.code ?? 'ERROR', error?.message ?? 'The download failed');
+      } finally {
+        button.disabled = false;
+      }
+    });
+    this.files.append(h('li', {}, button));
   }
 
   /** A notice is not a model block, so an open text segment stays open. */

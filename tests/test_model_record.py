@@ -35,7 +35,7 @@ async def test_the_fake_catalogue_is_what_the_sdk_parses(fake_server: TestServer
     await client.close()
     assert sonnet.thinking_adaptive and not sonnet.thinking_budget and sonnet.source == "models_api"
     assert sonnet.efforts == {"low", "medium", "high", "max"} and sonnet.structured_outputs
-    assert sonnet.server_tools == {"web_search", "web_fetch"}
+    assert sonnet.server_tools == {"web_search", "web_fetch", "code_execution"}
     assert haiku.thinking_budget and not haiku.thinking_adaptive and haiku.efforts == set()
     assert haiku.max_tokens == 64_000 and haiku.max_input_tokens == 200_000
     assert old.lifecycle == "deprecated" and (old.retires_at or "").startswith("2026-11-30")

@@ -29,7 +29,7 @@ from gateway.runs.run import Run
 from gateway.runs.tools import ToolsetLike
 from gateway.runs.wiring import RunWiring
 from gateway.settings import Settings
-from gateway.store.configured import configured_stores
+from gateway.store.configured import configured_stores, file_owners
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,8 @@ async def _runs_ctx(app: web.Application) -> AsyncIterator[None]:
     """The stores and the run manager; at the end every run is ended, then the stores
     write what they still hold and close."""
     settings = app[keys.SETTINGS]
+    sessions, shared = configured_stores(settings)
+    app[keys.FILES] = file_owners(settings, shared)
     wiring = RunWiring(
         settings,
         app[keys.TRACER],
@@ -157,8 +159,8 @@ async def _runs_ctx(app: web.Application) -> AsyncIterator[None]:
         app[keys.UPSTREAMS],
         app.get(keys.AUDIT),
         app[keys.PRICES],
+        app[keys.FILES],
     )
-    sessions, shared = configured_stores(settings)
     app[keys.RUNS] = runs = RunManager(
         RunFactory(wiring, app[keys.PLANNER].config),
         sessions,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.errors import ValidationFailed
 from gateway.history import check_history
 from gateway.http import keys
+from gateway.providers.anthropic.code_execution import skills_problem
 from gateway.runs.run import ANONYMOUS, RunRequest
 from gateway.settings import Settings
 
@@ -59,6 +60,12 @@ class RunBody(BaseModel):
     """The final answer as JSON valid against `schema`, where the model supports it."""
     parallel_tools: bool = True
     """False: the model asks for at most one tool per turn (sequential tools)."""
+    code_execution: bool | None = None
+    """True: the model may run code in a container (the Messages API's code execution
+    tool), where the operator allows it and the model has the tool. Skills imply it."""
+    skills: list[str] | None = None
+    """Skills loaded into the container: `xlsx`, `docx`, `pptx`, `pdf` (Anthropic's) or a
+    custom skill's id (`skill_...`); at most 8, no duplicates."""
 
 
 def json_response(data: object, status: int = 200) -> web.Response:
@@ -118,21 +125,25 @@ def body_from_query(params: Any) -> dict[str, Any]:
             body[name] = params[name]
     if "max_turns" in params:
         body["max_turns"] = _int_param("max_turns", params["max_turns"])
-    if "tools" in params:
-        body["tools"] = [t for t in params["tools"].split(",") if t]
+    for listed in ("tools", "skills"):  # comma-separated
+        if listed in params:
+            body[listed] = [t for t in params[listed].split(",") if t]
     if "thinking" in params:
-        value = params["thinking"].lower()
-        if value in ("true", "false"):
-            body["thinking"] = value == "true"
-        elif value in ("adaptive", "off", "on"):
-            body["thinking"] = value
-        else:
-            body["thinking"] = _int_param("thinking", value)
+        body["thinking"] = _thinking_param(params["thinking"].lower())
     if "effort" in params:
         body["effort"] = params["effort"]
-    if "parallel_tools" in params:
-        body["parallel_tools"] = _bool_param("parallel_tools", params["parallel_tools"])
+    for flag in ("parallel_tools", "code_execution"):
+        if flag in params:
+            body[flag] = _bool_param(flag, params[flag])
     return body
+
+
+def _thinking_param(value: str) -> bool | str | int:
+    if value in ("true", "false"):
+        return value == "true"
+    if value in ("adaptive", "off", "on"):
+        return value
+    return _int_param("thinking", value)
 
 
 def _bool_param(name: str, value: str) -> bool:
@@ -173,6 +184,7 @@ def parse_run_request(
         effort=body.effort,
         output_format=body.output_format.to_api() if body.output_format else None,
         parallel_tools=body.parallel_tools,
+        **_code_execution(body),
         request_id=request_id,
         caller=caller,
     )
@@ -197,6 +209,21 @@ def _tools(body: RunBody, tool_names: list[str]) -> frozenset[str] | None:
             {"field": "tools", "unknown": unknown, "available": tool_names},
         )
     return frozenset(body.tools)
+
+
+def _code_execution(body: RunBody) -> dict[str, Any]:
+    """`code_execution` and `skills` as the run takes them: skills turn code execution on
+    (they run in its container); asking for skills with `code_execution: false` is a 400."""
+    skills = tuple(body.skills or ())
+    problem = skills_problem(skills)
+    if problem is not None:
+        raise ValidationFailed(f"skills: {problem}", {"field": "skills"})
+    if skills and body.code_execution is False:
+        raise ValidationFailed(
+            "skills run in the code execution container: drop code_execution: false",
+            {"field": "skills"},
+        )
+    return {"code_execution": bool(body.code_execution) or bool(skills), "skills": skills}
 
 
 def _thinking(body: RunBody) -> str | int | None:

@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from gateway import __version__, sse
 from gateway.errors import GatewayError, ValidationFailed
 from gateway.fold import fold
-from gateway.http import admission, keys
+from gateway.http import admission, files, keys
 from gateway.http.access_log import LEFT, STREAM
 from gateway.http.auth import caller_of
 from gateway.http.body import body_from_query, json_response, parse_run_request, read_json_body
@@ -303,6 +303,7 @@ def feature_flags(app: web.Application) -> dict[str, bool]:
     return {
         "prompt_cache": s.gateway_prompt_cache,
         "server_tools": bool(s.anthropic_server_tools),
+        "code_execution": s.gateway_code_execution and s.upstream_kind == "anthropic",
         "fallback_upstreams": bool(s.gateway_fallback_upstreams),
         "api_keys": bool(s.gateway_api_keys or s.gateway_api_keys_file),
         "rate_limits": app[keys.LIMITS].limits.active,
@@ -369,6 +370,7 @@ def routes() -> list[web.AbstractRouteDef]:
         web.get("/api/stream/{run_id}", stream_reattach, allow_head=False),
         web.post("/api/research", research),
         web.post("/api/runs/{run_id}/cancel", cancel),
+        web.get("/api/files/{file_id}", files.download, allow_head=False),
         web.get("/api/tools", list_tools),
         web.get("/health", health),
         web.get("/metrics", metrics),

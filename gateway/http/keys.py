@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gateway.runs.planner import RunPlanner
     from gateway.runs.tools import ToolsetLike
     from gateway.settings import Settings
+    from gateway.store.files import FileOwners
     from tools.mcp.client import McpServers
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings")
@@ -44,6 +45,7 @@ LIMITS: web.AppKey[Gate] = web.AppKey("limits")
 MCP_SERVERS: web.AppKey[McpServers] = web.AppKey("mcp_servers")  # when any is configured
 AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set
 BATCHES: web.AppKey[BatchManager] = web.AppKey("batches")  # when the upstream has batches
+FILES: web.AppKey[FileOwners] = web.AppKey("files")  # who owns code execution's files
 
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts

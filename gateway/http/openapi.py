@@ -23,6 +23,7 @@ from gateway.http import keys
 from gateway.http.body import RunBody
 
 REF = "#/components/schemas/{model}"
+STRING = {"schema": {"type": "string"}}
 GET_QUERY_MAX_CHARS = 500  # up to 12 bytes each once percent-encoded: well under 8 KB
 
 
@@ -76,6 +77,8 @@ class ResearchResult(BaseModel):
     """Node's name for how the run ended (absent for a failed run)."""
     is_error: bool | None = None
     num_turns: int | None = None
+    files: list[dict[str, Any]] | None = None
+    """The files code execution made (absent when none): each `file` event's fields."""
 
 
 class Build(BaseModel):
@@ -273,6 +276,16 @@ def _operations(body_schema: dict[str, Any], tool_names: tuple[str, ...]) -> dic
             "summary": "Stop a run (its stream ends with outcome `cancelled`)",
             "parameters": [run_id],
             "responses": {"200": {"description": "Done", "content": _json("CancelResult")},
+                          **_errors("AUTHENTICATION_ERROR", "NOT_FOUND", "NETWORK_ERROR")},
+        }},
+        "/api/files/{file_id}": {"get": {
+            "summary": "Download a file a run's code execution made (the run's key only)",
+            "parameters": [{"name": "file_id", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "The file's bytes, as an attachment",
+                                  "headers": {"Content-Disposition": STRING},
+                                  "content": {"application/octet-stream": {
+                                      "schema": {"type": "string", "format": "binary"}}}},
                           **_errors("AUTHENTICATION_ERROR", "NOT_FOUND", "NETWORK_ERROR")},
         }},
         "/api/tools": {"get": {

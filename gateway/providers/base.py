@@ -52,6 +52,9 @@ class ModelCall:
     """Messages API beta features the call uses (the `anthropic-beta` header)."""
     parallel_tools: bool = True
     """False: at most one tool call per turn."""
+    container: str | dict[str, Any] | None = None
+    """The Messages API's `container`: the run's container id once the API named one, else
+    the skills to load; other providers leave it out."""
 
 
 class Turn(Protocol):

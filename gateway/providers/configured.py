@@ -12,6 +12,7 @@ import anthropic
 from aiohttp import web
 
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
+from gateway.providers.anthropic.files import FilesAPI
 from gateway.providers.anthropic.provider import AnthropicProvider
 from gateway.providers.base import Provider
 from gateway.providers.health import UpstreamsHealth
@@ -26,6 +27,8 @@ class Upstreams:
     """Model records of the primary upstream: what every run is planned against."""
     health: UpstreamsHealth
     urls: dict[str, str]
+    files: FilesAPI | None = None
+    """The Files API of the `anthropic` upstream, where code execution's files are."""
 
 
 @contextlib.asynccontextmanager
@@ -34,14 +37,18 @@ async def open_upstreams(settings: Settings) -> AsyncIterator[Upstreams]:
         providers: list[Provider] = []
         catalogs: dict[str, ModelCatalog | StaticCatalog] = {}
         urls: dict[str, str] = {}
+        files = None
         for kind in settings.upstreams:
             provider, catalog, url = await _open(stack, settings, kind)
             providers.append(provider)
             catalogs[kind] = catalog
             urls[kind] = url
+            if kind == "anthropic" and isinstance(provider, AnthropicProvider):
+                files = FilesAPI(provider.client)
         yield Upstreams(
-            providers, catalogs[settings.upstream_kind], UpstreamsHealth(settings.upstreams), urls
-        )
+            providers, catalogs[settings.upstream_kind], UpstreamsHealth(settings.upstreams), urls,
+            files,
+        )  # fmt: skip
 
 
 async def _open(

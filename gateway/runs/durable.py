@@ -89,7 +89,7 @@ def _sets_as_lists(value: object) -> object:
 
 def _fields_of(cls: type[Any], values: dict[str, Any]) -> dict[str, Any]:
     """The values `cls` has fields for (a newer worker may have added some), with lists
-    turned back into the frozensets JSON could not keep."""
+    turned back into the frozensets, sets and tuples JSON could not keep."""
     out: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         if field.name in values:
@@ -98,6 +98,8 @@ def _fields_of(cls: type[Any], values: dict[str, Any]) -> dict[str, Any]:
                 value = frozenset(value)
             elif isinstance(value, list) and str(field.type).startswith("set["):
                 value = set(value)
+            elif isinstance(value, list) and str(field.type).startswith("tuple["):
+                value = tuple(value)
             out[field.name] = value
     return out
 

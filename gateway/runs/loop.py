@@ -18,6 +18,7 @@ from gateway.ops.observe import RunObserver
 from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.seam import RetryPolicy, call_model
+from gateway.runs.files import RunFiles
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
@@ -50,6 +51,8 @@ class LoopDeps:
     observer: RunObserver
     services: dict[str, Any] = field(default_factory=dict)
     prices: pricing.PriceTable = field(default_factory=pricing.shipped)
+    files: RunFiles | None = None
+    """Runs with code execution: says which files each turn made (`file` events)."""
 
 
 @dataclass
@@ -83,6 +86,8 @@ class RunState:
     owes_gap: bool = False
     """An earlier turn streamed text and this one has not yet: its first text needs
     `TURN_GAP` before it."""
+    container: str | None = None
+    """The code execution container the API named for this run: every later call uses it."""
 
     def answer(self) -> str:
         """The run's text exactly as a reader of the stream joined it (its `delta`s), even
@@ -97,6 +102,7 @@ class RunState:
         self.messages.append({"role": "assistant", "content": turn.content})
         self.stop_reason = turn.stop_reason
         self.response_model = turn.model or self.response_model
+        self.container = getattr(turn, "container_id", None) or self.container
         self.texts.append("".join(turn.texts))
         self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
@@ -134,12 +140,17 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         state.owes_gap = any(state.texts)
         emit([*opening, *cleared, events.turn_start(state.turns, config.max_turns)])
         opening = []
-        call = model_call(config, state.messages, tools, tools_off=state.wrap_up is not None)
+        call = model_call(
+            config, state.messages, tools, tools_off=state.wrap_up is not None,
+            container=state.container,
+        )  # fmt: skip
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
             await call_model(deps.upstreams, call, state.turns, config.retry, hooks, emit)
             turn = span.finish()
         state.add_turn(turn)
+        if deps.files is not None:  # code execution: the files the turn made
+            await deps.files.announce(turn.content, state.turns, emit)
         cost = _priced(deps, turn.model or plan.model, turn.usage, plan.model)
         state.cost_usd = pricing.add_cost(state.cost_usd, cost)
         complete = events.turn_complete(
@@ -185,7 +196,7 @@ def _priced(deps: LoopDeps, model: str, usage: dict[str, int], asked: str) -> fl
 
 def model_call(
     config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool,
+    tools_off: bool, container: str | None = None,
 ) -> ModelCall:  # fmt: skip
     """The next call in canonical form; each provider writes its own request from it."""
     plan = config.plan
@@ -208,6 +219,7 @@ def model_call(
         context_management=api_context.request if api_context is not None else None,
         betas=api_context.betas if api_context is not None else (),
         parallel_tools=plan.parallel_tools,
+        container=container or plan.container,
     )
 
 

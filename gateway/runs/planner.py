@@ -6,6 +6,7 @@ everything a model cannot do is refused here, before any SSE header.
 
 from __future__ import annotations
 
+from gateway.errors import ValidationFailed
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
 from gateway.providers.anthropic.request import ContextChoice, ThinkingChoice, plan_run
 from gateway.providers.seam import RetryPolicy
@@ -45,6 +46,8 @@ class RunPlanner:
 
     async def config(self, request: RunRequest) -> LoopConfig:
         settings = self.settings
+        if request.code_execution:
+            self._check_code_execution()
         plan = plan_run(
             await self.record(),
             max_tokens=settings.sdk_max_tokens,
@@ -56,6 +59,8 @@ class RunPlanner:
             cache=settings.gateway_prompt_cache,
             context=self.context,
             parallel_tools=request.parallel_tools,
+            code_execution=request.code_execution,
+            skills=request.skills,
         )
         return LoopConfig(
             plan=plan,
@@ -64,6 +69,21 @@ class RunPlanner:
             allowed_tools=request.tools,
             retry=self.retry,
         )
+
+    def _check_code_execution(self) -> None:
+        """Code execution only where the operator allows it and the upstream runs it."""
+        if not self.settings.gateway_code_execution:
+            raise ValidationFailed(
+                "code_execution and skills are off here (GATEWAY_CODE_EXECUTION=false)",
+                {"field": "code_execution"},
+            )
+        upstream = self.settings.upstream_kind
+        if upstream != "anthropic":
+            raise ValidationFailed(
+                f"code_execution and skills need the Messages API; this gateway's upstream "
+                f"is {upstream}",
+                {"field": "code_execution", "upstream": upstream},
+            )
 
     def _thinking(self, request: RunRequest) -> ThinkingChoice:
         budget = self.settings.sdk_thinking_budget

@@ -35,6 +35,10 @@ class RunRequest:
     output_format: dict[str, Any] | None = None
     parallel_tools: bool = True
     """False: at most one tool call per model turn."""
+    code_execution: bool = False
+    """Offer the Messages API's code execution tool (skills imply it)."""
+    skills: tuple[str, ...] = ()
+    """Skill ids loaded into the run's container (`xlsx`, `docx`, `pptx`, `pdf`, `skill_...`)."""
     request_id: str = ""
     caller: str = ANONYMOUS
     """The name of the key that asked for the run: it owns the run."""

@@ -13,10 +13,12 @@ from gateway.ops.audit import AuditLog, RunAudit
 from gateway.ops.metrics import Metrics
 from gateway.ops.observe import RunObserver
 from gateway.providers.configured import Upstreams
+from gateway.runs.files import RunFiles
 from gateway.runs.loop import LoopDeps
 from gateway.runs.run import Run, RunRequest
 from gateway.runs.tools import ToolsetLike
 from gateway.settings import Settings
+from gateway.store.files import FileOwners
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class RunWiring:
     audit: AuditLog | None
     """The audit log, when it is on."""
     prices: pricing.PriceTable = field(default_factory=pricing.shipped)
+    files: FileOwners | None = None
+    """Who owns code execution's files (runs that ask for code execution record theirs)."""
 
     def __call__(
         self, run: Run, request: RunRequest, endpoint: str, parent: Context | None
@@ -55,4 +59,9 @@ class RunWiring:
             if self.audit is None
             else RunAudit(self.audit, run.owner, run.id, run.session_id),
         )
-        return LoopDeps(upstreams.providers, registry, observer, toolset.services, self.prices)
+        files = None
+        if request.code_execution and upstreams.files is not None and self.files is not None:
+            files = RunFiles(upstreams.files, self.files, run.owner, run.id)
+        return LoopDeps(
+            upstreams.providers, registry, observer, toolset.services, self.prices, files
+        )

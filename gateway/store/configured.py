@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from gateway.settings import Settings
 from gateway.store.base import SessionStore, SharedRuns
+from gateway.store.files import FileOwners, MemoryFileOwners
+from gateway.store.redis.files import RedisFileOwners
 from gateway.store.redis.runs import RedisStore
 from gateway.store.sessions import MemorySessions
 
@@ -21,3 +23,12 @@ def configured_stores(settings: Settings) -> tuple[SessionStore, SharedRuns | No
     )
     sessions = shared.sessions(settings.gateway_session_ttl_s, settings.gateway_session_cache_bytes)
     return sessions, shared
+
+
+def file_owners(settings: Settings, shared: SharedRuns | None) -> FileOwners:
+    """Who owns each file code execution made: in Redis beside the runs when it is there
+    (kept as long as sessions are), else in this process."""
+    ttl_s = settings.gateway_session_ttl_s
+    if isinstance(shared, RedisStore):
+        return RedisFileOwners(shared.client, settings.redis_key_prefix, ttl_s)
+    return MemoryFileOwners(ttl_s)

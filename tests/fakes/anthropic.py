@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes import context, messages_rules
+from tests.fakes.code_execution import Containers, FakeFiles, MadeFile
 from tests.fakes.models import default_catalogue, request_problem
 from tests.fakes.prompt_cache import PromptCache
 
@@ -65,7 +66,20 @@ class ServerToolUse:
     fragment: int = 12
 
 
-Block = Text | ToolUse | Thinking | RedactedThinking | ServerToolUse
+@dataclass
+class CodeExecution:
+    """Code the API runs in the container (`bash_code_execution`): its call, then its
+    result, naming the files it made (served by the fake's Files API from then on)."""
+
+    command: str
+    files: list[MadeFile] = field(default_factory=list)
+    stdout: str = ""
+    return_code: int = 0
+    id: str = ""
+    fragment: int = 12
+
+
+Block = Text | ToolUse | Thinking | RedactedThinking | ServerToolUse | CodeExecution
 
 
 @dataclass
@@ -96,6 +110,8 @@ class Reply:
     compaction: str | None = None
     compaction_usage: dict[str, int] = field(default_factory=dict)
     applied_edits: list[dict[str, Any]] | None = None
+    container: dict[str, Any] | None = None
+    """Set by the fake for a request with the code execution tool (code_execution.py)."""
 
 
 class _HeldWrites:
@@ -154,6 +170,8 @@ class FakeAnthropic:
         self.request_seen = asyncio.Event()
         self.disconnected = asyncio.Event()
         self._tool_counter = 0
+        self.containers = Containers()
+        self.files = FakeFiles()
 
     def add(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -162,6 +180,7 @@ class FakeAnthropic:
         app = web.Application(client_max_size=client_max_size)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models/{model_id}", self._model)
+        self.files.add_routes(app)
         return app
 
     async def _model(self, request: web.Request) -> web.Response:
@@ -182,7 +201,11 @@ class FakeAnthropic:
             info = self.models.get(str(body.get("model")))
             if info is None or info["lifecycle"] == "retired":
                 return 404, "not_found_error", f"model: {body.get('model')}"
-            problem = request_problem(info, body) or context.problem(info, body, betas)
+            problem = (
+                request_problem(info, body)
+                or self.containers.problem(body, info)
+                or context.problem(info, body, betas)
+            )
             if problem is None:
                 applied = context.apply(body, info["max_input_tokens"])
                 problem = applied if isinstance(applied, str) else None
@@ -204,6 +227,7 @@ class FakeAnthropic:
         reply.compaction = applied.compaction
         reply.compaction_usage = applied.compaction_usage
         reply.applied_edits = applied.applied_edits
+        reply.container = self.containers.open(applied.body)
         if self.cache is not None:
             counted = self.usages[-1]
             reply.input_tokens = counted["input_tokens"]
@@ -294,6 +318,9 @@ class FakeAnthropic:
             if isinstance(block, ServerToolUse):
                 out.extend(_server_tool_blocks(index, block))
                 index += 2
+            elif isinstance(block, CodeExecution):
+                out.extend(self._code_execution_blocks(index, block))
+                index += 2
             else:
                 out.extend(self._block(index, block))
                 index += 1
@@ -311,9 +338,26 @@ class FakeAnthropic:
             ]
         if reply.applied_edits is not None:
             delta["context_management"] = {"applied_edits": reply.applied_edits}
+        if reply.container is not None:
+            delta["delta"]["container"] = reply.container
         out.append(delta)
         out.append({"type": "message_stop"})
         return out
+
+    def _code_execution_blocks(self, index: int, block: CodeExecution) -> list[dict[str, Any]]:
+        if not block.id:
+            self._tool_counter += 1
+            block.id = f"srvtoolu_{self._tool_counter:024d}"
+        outputs = [
+            {"type": "bash_code_execution_output", "file_id": self.files.make(made)}
+            for made in block.files
+        ]
+        result = {"type": "bash_code_execution_result", "stdout": block.stdout, "stderr": "",
+                  "return_code": block.return_code, "content": outputs}  # fmt: skip
+        call = ServerToolUse(
+            "bash_code_execution", {"command": block.command}, result, block.id, block.fragment
+        )
+        return _server_tool_blocks(index, call)
 
     def _asked_model(self) -> str:
         return str(self.requests[-1].get("model")) if self.requests else "claude-test-model"

@@ -95,12 +95,13 @@ def record_from_info(info: Any) -> ModelRecord:
         for level in EFFORT_LEVELS
         if getattr(effort, "supported", False) and _supported(getattr(effort, level, None))
     )
-    # The record names web search on its own; web fetch has no key, so it goes with the
-    # server tools as a whole.
+    # The record names web search and code execution on their own; web fetch has no key,
+    # so it goes with the server tools as a whole.
     servers = frozenset(
         name
         for name, capability in (("web_search", getattr(server, "web_search", None)),
-                                 ("web_fetch", server))
+                                 ("web_fetch", server),
+                                 ("code_execution", getattr(server, "code_execution", None)))
         if _supported(capability)
     )  # fmt: skip
     thinking_on = bool(getattr(thinking, "supported", False))

@@ -40,7 +40,7 @@ class AnthropicProvider:
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The configured SDK client (its other endpoints: model records, batches)."""
+        """The configured SDK client (its other endpoints: model records, batches, files)."""
         return self._client
 
     def new_turn(self, turn: int) -> TurnTranslator:
@@ -101,6 +101,8 @@ def messages_body(call: ModelCall) -> dict[str, Any]:
         params["output_config"] = config
     if call.context_management is not None:
         params["context_management"] = call.context_management
+    if call.container is not None:
+        params["container"] = call.container
     return params
 
 

@@ -27,6 +27,7 @@ from gateway.context import (
 from gateway.errors import ValidationFailed
 from gateway.events import Event
 from gateway.providers.anthropic.catalog import ModelRecord
+from gateway.providers.anthropic.code_execution import CODE_EXECUTION_TOOL, container_param
 
 DEFAULT_THINKING_BUDGET = 8_192
 MIN_THINKING_BUDGET = 1_024
@@ -70,6 +71,8 @@ class CallPlan:
     """False: the model asks for at most one tool per turn."""
     notices: tuple[Event, ...] = ()
     """Warnings for the client at the run's start (a deprecated model, a skipped option)."""
+    container: dict[str, Any] | None = None
+    """The first call's `container` (the skills to load); later calls send its id."""
 
 
 def plan_run(
@@ -84,6 +87,8 @@ def plan_run(
     cache: bool,
     context: ContextChoice = ContextChoice(),
     parallel_tools: bool = True,
+    code_execution: bool = False,
+    skills: tuple[str, ...] = (),
 ) -> CallPlan:
     """The run's shared call parts; `ValidationFailed` for what the model cannot do."""
     record.check_usable()
@@ -108,13 +113,14 @@ def plan_run(
         thinking=thinking_param,
         effort=_effort(record, effort, explicit=effort_explicit),
         output_schema=output_format["schema"] if output_format is not None else None,
-        server_tools=_server_tools(record, server_tools),
+        server_tools=_server_tools(record, server_tools, code_execution=code_execution),
         context_window=record.max_input_tokens,
         structured=output_format is not None,
         cache=cache,
         context=_context(record, context, thinking=_thinking_on(thinking_param)),
         parallel_tools=parallel_tools,
         notices=tuple(notices),
+        container=container_param(skills) if code_execution else None,
     )
 
 
@@ -177,12 +183,17 @@ def _effort(record: ModelRecord, effort: str | None, *, explicit: bool) -> str |
     raise _refuse(record, f"does not take effort {effort!r} (it takes: {levels})", "effort")
 
 
-def _server_tools(record: ModelRecord, names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+def _server_tools(
+    record: ModelRecord, names: tuple[str, ...], *, code_execution: bool = False
+) -> tuple[dict[str, Any], ...]:
     if record.source == "models_api":
         missing = [name for name in names if name not in record.server_tools]
         if missing:
             raise _refuse(record, f"does not offer the server tools {missing}", "tools")
-    return tuple(SERVER_TOOL_DEFINITIONS[name] for name in names)
+        if code_execution and "code_execution" not in record.server_tools:
+            raise _refuse(record, "does not offer the code execution tool", "code_execution")
+    tools = tuple(SERVER_TOOL_DEFINITIONS[name] for name in names)
+    return (*tools, CODE_EXECUTION_TOOL) if code_execution else tools
 
 
 def _refuse(record: ModelRecord, what: str, field: str = "thinking") -> ValidationFailed:

@@ -146,6 +146,8 @@ class TurnTranslator:
         self.usage: dict[str, int] = {}
         """The call's tokens as billed: the answering call's, plus compaction's own."""
         self.context_tokens = 0
+        self.container_id: str | None = None
+        """The code execution container the API used for this call, if any."""
         self._compaction_usage: dict[str, int] = {}
         self._edits: list[Event] = []
         self.tool_uses: list[dict[str, Any]] = []
@@ -344,6 +346,7 @@ class TurnTranslator:
     def _message_start(self, message: dict[str, Any]) -> None:
         self.message_id = message.get("id")
         self.model = message.get("model")
+        self._take_container(message.get("container"))
         self._take_usage(message.get("usage"))
         self.context_tokens = sum(self.usage.values())
 
@@ -351,6 +354,8 @@ class TurnTranslator:
         delta = raw.get("delta") or {}
         if delta.get("stop_reason") is not None:
             self.stop_reason = delta["stop_reason"]
+        if delta.get("container") is not None:
+            self._take_container(delta["container"])
         self._take_usage(raw.get("usage"))
         usage = raw.get("usage") or {}
         iterations = usage.get("iterations") if isinstance(usage, dict) else None
@@ -373,6 +378,10 @@ class TurnTranslator:
                 edit.get("cleared_tool_uses"), **extra,
             ))  # fmt: skip
         self._count()
+
+    def _take_container(self, container: Any) -> None:
+        if isinstance(container, dict) and isinstance(container.get("id"), str):
+            self.container_id = container["id"]
 
     def _count(self) -> None:
         """The call's own tokens are the context; compaction's are billed on top (the API
