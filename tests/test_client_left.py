@@ -56,7 +56,9 @@ async def test_a_client_that_leaves_mid_stream_had_a_200(tmp_path: Path) -> None
 
 
 async def test_a_client_that_leaves_before_its_answer_is_a_499(tmp_path: Path) -> None:
-    async with started(tmp_path, GATEWAY_UPSTREAM="demo") as gateway:
+    # The demo paced 10x slower: its answer takes seconds, not the one second it takes at
+    # its own pace on a quiet machine.
+    async with started(tmp_path, GATEWAY_UPSTREAM="demo", GATEWAY_DEMO_PACING_MS="150") as gateway:
         async with aiohttp.ClientSession() as session:
             request = asyncio.create_task(session.post(gateway.url + "/api/research", json=QUERY))
             await asyncio.sleep(1.0)  # the run is under way; nothing was sent yet
