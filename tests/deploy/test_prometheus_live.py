@@ -32,13 +32,14 @@ from tests.deploy.prometheus import (
     running_prometheus,
 )
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.fakes.batches import BatchRequest, FakeBatches
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.openai import Reply as OpenAIReply
 from tools.base import Tool, ToolContext, ToolFailure, ToolInput
 from tools.registry import ToolRegistry
 
 PROMETHEUS = shutil.which("prometheus")
-RUNS_PER_ROUND = 3
+RUNS_PER_ROUND = 4  # three runs, and a batch of one question
 SEVERITIES = {"critical", "warning", "info"}
 
 pytestmark = [
@@ -135,8 +136,8 @@ async def stream(client: aiohttp.ClientSession, url: str, body: Any) -> list[dic
 async def run_round(
     client: aiohttp.ClientSession, url: str, fake: FakeAnthropic, fallback: FakeOpenAI
 ) -> None:
-    """Three runs (completed, max_turns, failed after a fallback), a bad request, and the
-    short routes."""
+    """Three runs (completed, max_turns, failed after a fallback), a batch of one
+    question, a bad request, and the short routes."""
     fake.add(*script())
     fallback.add(*fallback_script())
     final = (await stream(client, url, {"query": "What is ACME?"}))[-1]
@@ -153,10 +154,29 @@ async def run_round(
 
     async with client.post(url + "/api/stream", json={"max_turns": "many"}) as response:
         assert response.status == 400
+    await run_batch(client, url)
     for path in ("/api/tools", "/health"):
         async with client.get(url + path) as response:
             await response.read()
     assert not fake.replies and not fallback.replies, "every scripted reply is used"
+
+
+def batch_answer(request: BatchRequest) -> Reply:
+    return Reply([Text("ACME is a company.")])
+
+
+async def run_batch(client: aiohttp.ClientSession, url: str) -> None:
+    async with client.post(url + "/api/batches", json={"questions": ["What is ACME?"]}) as response:
+        assert response.status == 202, await response.text()
+        batch_id = (await response.json())["batch_id"]
+    async with asyncio.timeout(20):
+        while True:
+            async with client.get(f"{url}/api/batches/{batch_id}") as response:
+                progress = await response.json()
+            if progress["state"] == "ended":
+                break
+            await asyncio.sleep(0.05)
+    assert progress["counts"] == {"completed": 1}, progress
 
 
 TEST_PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "prices-test-model.json"
@@ -180,6 +200,7 @@ def settings(upstream: TestServer, fallback: TestServer, fallback_key: str) -> S
         redis_url=None,
         gateway_prices_file=str(TEST_PRICES),  # the fake's model priced: the cost panel has data
         gateway_mcp_servers=orjson.dumps([TIME_SERVER]).decode(),
+        gateway_batch_poll_s=0.05,
     )
 
 
@@ -246,7 +267,8 @@ async def test_every_panel_has_data_and_every_alert_evaluates(
 ) -> None:
     assert PROMETHEUS is not None
     fake, fallback = FakeAnthropic(), FakeOpenAI()
-    upstream = await aiohttp_server(fake.app(), host="127.0.0.1")
+    batches = FakeBatches(batch_answer, messages=fake)  # the Batches API on the same server
+    upstream = await aiohttp_server(batches.app(), host="127.0.0.1")
     second = await aiohttp_server(fallback.app(), host="127.0.0.1")
     registry = ToolRegistry([Lookup(), Broken(), Slow()], timeout_s=0.2)
     toolset = StaticToolset(registry, backends={"test": "local"})
