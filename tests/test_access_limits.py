@@ -293,3 +293,30 @@ async def test_a_wall_clock_set_back_holds_no_start_in_the_window() -> None:
     wall.now -= 3600
     monotonic.now += 60
     assert isinstance(await counters.take("alice", "t2", limits), Window)
+
+
+async def test_a_run_admitted_elsewhere_is_charged_to_its_owner(metrics: Metrics) -> None:
+    """A batch taken over from a worker that died holds no ticket on its new worker: its
+    tokens are charged to its owner all the same, once, and it frees no one's slot."""
+    slots = Gate(Limits(concurrent=1), MemoryCounters(), metrics)
+    held = await slots.admit("alice")
+    slots.hold("run-here", "alice", held.ticket)
+    slots.finished("batch-from-elsewhere", {"input_tokens": 10}, owner="alice")
+    await slots.settled()
+    with pytest.raises(RateLimited) as refused:  # alice's run here still holds her slot
+        await slots.admit("alice")
+    assert refused.value.details["limit"] == "concurrent"
+
+    budget = Gate(Limits(daily_tokens=100), MemoryCounters(), metrics)
+    budget.finished(
+        "batch-from-elsewhere", {"input_tokens": 30, "output_tokens": 20}, owner="alice"
+    )
+    budget.finished("unknown-without-owner", {"input_tokens": 500})  # charged to no one
+    await budget.settled()
+    await budget.admit("alice")  # 50 of 100: charged once
+    budget.finished("another-from-elsewhere", {"output_tokens": 50}, owner="alice")
+    await budget.settled()
+    with pytest.raises(RateLimited) as refused:
+        await budget.admit("alice")
+    assert refused.value.details["limit"] == "daily_tokens"
+    assert (await budget.admit("bob")).ticket

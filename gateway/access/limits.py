@@ -202,9 +202,13 @@ class Gate:
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
 
-    def finished(self, run_id: str, usage: dict[str, int]) -> None:
-        """The run's task ended (any way at all): settle its ticket."""
+    def finished(self, run_id: str, usage: dict[str, int], owner: str | None = None) -> None:
+        """The run's task ended (any way at all): settle its ticket. One admitted by
+        another worker (a batch taken over) holds no ticket here: `owner` is charged its
+        tokens all the same, with a ticket that frees no slot."""
         held = self._tickets.pop(run_id, None)
+        if held is None and owner is not None:
+            held = (owner, token_hex(16))
         if held is not None:
             self.release(*held, tokens=billed_tokens(usage))
 

@@ -321,5 +321,6 @@ def _question_ended(
 
 
 def _batch_ended(app: web.Application, batch: Batch) -> None:
-    """The batch's admission is settled with all its questions' tokens."""
-    app[keys.LIMITS].finished(batch.id, batch.totals()["usage"])
+    """The batch's admission is settled with all its questions' tokens (a batch taken
+    over from a worker that died: charged here, the dead worker never settled it)."""
+    app[keys.LIMITS].finished(batch.id, batch.totals()["usage"], owner=batch.owner)
