@@ -8,11 +8,11 @@ header, and neither does this.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import anthropic
-from anthropic._response import AsyncStreamedBinaryAPIResponse
 
 from gateway.errors import GatewayError
 from gateway.providers.anthropic.transport import answer_failure
@@ -30,10 +30,19 @@ class FileInfo:
     size_bytes: int | None
 
 
+class _Streamed(Protocol):
+    """What the SDK's streamed binary response offers (its class is private to the SDK)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def iter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]: ...
+
+
 class FileContent:
     """A download in progress: its headers known, its bytes still to be read."""
 
-    def __init__(self, response: AsyncStreamedBinaryAPIResponse) -> None:
+    def __init__(self, response: _Streamed) -> None:
         self._response = response
         self.content_type = response.headers.get("content-type")
         length = response.headers.get("content-length")
