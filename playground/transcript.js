@@ -326,7 +326,8 @@ export class AssistantMessage {
         await onDownload(file);
         button.textContent = `Download ${label}`;
       } catch (error) {
-        button.textContent = `Download ${label} (failed: ${error?.code ?? 'error'})`;
+        const why = [error?.status, error?.code ?? 'error'].filter(Boolean).join(' ');
+        button.textContent = `Download ${label} (failed: ${why})`;
         this.notice('error', error?.code ?? 'ERROR', error?.message ?? 'The download failed');
       } finally {
         button.disabled = false;
