@@ -15,7 +15,8 @@ export function fileLabel(file) {
 }
 
 /** Fetch the file with `headers` and hand its bytes to `save` (the browser's download by
- * default); resolves to the byte count, throws the gateway's error object on a refusal. */
+ * default); resolves to the byte count, throws the gateway's error object (with the HTTP
+ * `status`) on a refusal. */
 export async function downloadFile(file, headers, { fetchImpl = globalThis.fetch, save = saveBlob } = {}) {
   const response = await fetchImpl(fileUrl(file.file_id), { headers });
   if (!response.ok) {
@@ -23,7 +24,7 @@ export async function downloadFile(file, headers, { fetchImpl = globalThis.fetch
     let error = { code: `HTTP ${response.status}`, message: text.slice(0, 300) || 'download failed' };
     try {
       const body = JSON.parse(text);
-      if (body && typeof body.error === 'object') error = body.error;
+      if (body && typeof body.error === 'object') error = { ...body.error, status: response.status };
     } catch {
       // not JSON: keep the status
     }

@@ -44,7 +44,8 @@ const toolPhases = {
   },
   tool_result(run, ev, card) {
     card.result(ev);
-    timeline.update(ev.tool.id, { detail: `ok · ${formatMs(ev.duration_ms)}`, status: 'ok' });
+    const took = card.server ? 'run by the API' : formatMs(ev.duration_ms);
+    timeline.update(ev.tool.id, { detail: `ok · ${took}`, status: 'ok' });
   },
   tool_error(run, ev, card) {
     card.error(ev);
@@ -94,6 +95,7 @@ const handlers = {
   },
   tool_call(run, ev) {
     const card = run.view.tool(ev.tool ?? { id: `unknown-${ev.seq}` });
+    if (ev.server && !card.server) card.markServer();
     const phase = toolPhases[ev.phase];
     if (phase) phase(run, ev, card);
     else timeline.add('warning', 'Unknown tool phase', String(ev.phase));

@@ -119,6 +119,7 @@ export class ToolCard {
     this.statusEl = h('span', { class: 'tool-status' });
     this.durationEl = h('span', { class: 'tool-duration' });
     this.summaryEl = h('span', { class: 'tool-summary' });
+    this.whereEl = h('span', { class: 'tool-where', hidden: true }, 'run by the API');
     this.inputEl = document.createTextNode('');
     this.resultEl = h('div', { class: 'tool-result-slot' });
     this.el = h(
@@ -129,6 +130,7 @@ export class ToolCard {
         { class: 'tool-head' },
         h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
         h('span', { class: 'tool-name' }, this.name),
+        this.whereEl,
         this.summaryEl,
         this.statusEl,
         this.durationEl,
@@ -143,6 +145,14 @@ export class ToolCard {
     this.status = status;
     this.el.dataset.status = status;
     this.statusEl.textContent = status;
+  }
+
+  /** A call the API runs itself (web search, code execution): marked as such, and timed
+   * by nobody here, so it shows no duration. */
+  markServer() {
+    this.server = true;
+    this.el.dataset.server = 'true';
+    this.whereEl.hidden = false;
   }
 
   inputDelta(fragment) {
@@ -174,7 +184,7 @@ export class ToolCard {
 
   result(ev) {
     this.setStatus('ok');
-    this.durationEl.textContent = formatMs(ev.duration_ms);
+    this.durationEl.textContent = this.server ? '' : formatMs(ev.duration_ms);
     const facts = [formatBytes(ev.bytes), ev.truncated ? 'preview truncated' : null];
     const label = `Result${facts.some(Boolean) ? ` · ${facts.filter(Boolean).join(' · ')}` : ''}`;
     this.resultEl.replaceChildren(
@@ -184,7 +194,7 @@ export class ToolCard {
 
   error(ev) {
     this.setStatus('error');
-    this.durationEl.textContent = formatMs(ev.duration_ms);
+    this.durationEl.textContent = this.server ? '' : formatMs(ev.duration_ms);
     this.resultEl.replaceChildren(h('div', { class: 'tool-error', role: 'alert' }, String(ev.error ?? 'Tool failed')));
   }
 
@@ -316,7 +326,8 @@ export class AssistantMessage {
         await onDownload(file);
         button.textContent = `Download ${label}`;
       } catch (error) {
-        button.textContent = `Download ${label} (failed: ${error?.code ?? 'error'})`;
+        const why = [error?.status, error?.code ?? 'error'].filter(Boolean).join(' ');
+        button.textContent = `Download ${label} (failed: ${why})`;
         this.notice('error', error?.code ?? 'ERROR', error?.message ?? 'The download failed');
       } finally {
         button.disabled = false;

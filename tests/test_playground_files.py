@@ -68,4 +68,4 @@ async def test_the_playground_downloads_with_the_pages_key(
     assert name == file["filename"]
     assert base64.b64decode(data) == SHEET
     refused = await node(base, file, {"Authorization": "Bearer key-bob"})
-    assert refused["error"]["code"] == "NOT_FOUND"
+    assert refused["error"]["code"] == "NOT_FOUND" and refused["error"]["status"] == 404
