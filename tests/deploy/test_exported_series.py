@@ -69,6 +69,13 @@ def promql_series(name: str, labels: dict[str, str]) -> str:
     return f"{name}{{{inner}}}"
 
 
+async def first_completed(load: Load) -> None:
+    """Wait for the load's first completed run (on a loaded machine it comes later)."""
+    async with asyncio.timeout(60):
+        while not load.completed:
+            await asyncio.sleep(0.05)
+
+
 @needs_promtool
 @pytest.mark.timeout(300)
 async def test_alert_rules_on_the_series_two_workers_export(tmp_path: Path) -> None:
@@ -76,9 +83,7 @@ async def test_alert_rules_on_the_series_two_workers_export(tmp_path: Path) -> N
     async with redis_server(tmp_path) as redis, two_workers(tmp_path, redis.url, **pacing) as gw:
         load, scrapes = Load(gw.url), []
         async with load.running():
-            async with asyncio.timeout(60):  # a loaded machine: the first runs end later
-                while not load.completed:
-                    await asyncio.sleep(0.05)
+            await first_completed(load)
             for minute in range(8):  # a scrape stands for a minute of Prometheus's
                 if minute == 4:
                     os.kill((await gw.health())["worker"]["pid"], signal.SIGKILL)
