@@ -78,7 +78,8 @@ def test_the_sdk_builds_the_same_message_from_the_payloads() -> None:
 def test_blocks_start_empty_and_each_comes_in_one_delta_as_the_stream_sends_it() -> None:
     raw = [orjson.loads(p) for p in message_payloads(message())]
     start, *blocks, delta, stop = raw
-    assert start["message"]["content"] == [] and "stop_reason" not in start["message"]
+    assert start["message"]["content"] == []
+    assert start["message"]["stop_reason"] is None and start["message"]["stop_sequence"] is None
     assert stop == {"type": "message_stop"}
     by_index: dict[int, list[dict[str, Any]]] = {}
     for event in blocks:
@@ -143,20 +144,35 @@ def test_the_translator_gives_what_a_live_call_gives() -> None:
     ]  # fmt: skip
 
 
-def test_a_tier_the_body_leaves_out_is_the_batch_tier_and_a_bare_message_still_streams() -> None:
-    bare: dict[str, Any] = {"id": "msg_2", "type": "message", "role": "assistant", "model": "m",
-            "content": [], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
-    raw = [orjson.loads(p) for p in message_payloads(bare)]
-    assert [r["type"] for r in raw] == ["message_start", "message_delta", "message_stop"]
-    assert raw[0]["message"]["usage"]["service_tier"] == "batch"
-    assert raw[1]["usage"]["service_tier"] == "batch"
-    assert "context_management" not in raw[1]
-    assert accumulated(message_payloads(bare))["usage"]["service_tier"] == "batch"
+def test_the_tier_is_the_batch_tier_whatever_the_body_says() -> None:
+    for usage in ({"input_tokens": 5, "output_tokens": 1},
+                  {"input_tokens": 5, "output_tokens": 1, "service_tier": "standard"}):  # fmt: skip
+        bare: dict[str, Any] = {"id": "msg_2", "type": "message", "role": "assistant",
+                                "model": "m", "content": [], "stop_reason": "end_turn",
+                                "stop_sequence": None, "usage": usage}  # fmt: skip
+        raw = [orjson.loads(p) for p in message_payloads(bare)]
+        assert [r["type"] for r in raw] == ["message_start", "message_delta", "message_stop"]
+        assert raw[0]["message"]["usage"]["service_tier"] == "batch"
+        assert raw[1]["usage"]["service_tier"] == "batch"
+        assert "context_management" not in raw[1]
+        assert accumulated(message_payloads(bare))["usage"]["service_tier"] == "batch"
+        turn = TurnTranslator(1)
+        turn.feed_payloads(message_payloads(bare), [])
+        assert turn.usage[pricing.BATCH_KEY] == 1
     # A body without usage or content (nothing the API sends, but nothing to fail on).
     empty = [orjson.loads(p) for p in message_payloads({"id": "msg_3", "stop_reason": None})]
     assert empty[0]["message"]["usage"] == {"service_tier": "batch"}
     assert [r["type"] for r in empty] == ["message_start", "message_delta", "message_stop"]
+
+
+def test_a_stop_sequence_comes_with_the_stop() -> None:
+    stopped = message(stop_reason="stop_sequence", stop_sequence="</answer>")
+    payloads = message_payloads(stopped)
+    start, delta = (orjson.loads(payloads[0]), orjson.loads(payloads[-2]))
+    assert (start["message"]["stop_reason"], start["message"]["stop_sequence"]) == (None, None)
+    assert delta["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": "</answer>"}
+    built = accumulated(payloads)
+    assert (built["stop_reason"], built["stop_sequence"]) == ("stop_sequence", "</answer>")
 
 
 def test_blocks_with_nothing_to_stream_still_start_and_stop() -> None:
