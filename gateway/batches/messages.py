@@ -18,13 +18,11 @@ BATCH_TIER = "batch"
 
 
 def message_payloads(message: dict[str, Any]) -> list[bytes]:
-    usage = dict(message.get("usage") or {})
     # A result of the Batches API was billed at its price, whatever the body says.
-    usage["service_tier"] = usage.get("service_tier") or BATCH_TIER
-    start = {k: v for k, v in message.items() if k not in ("content", "stop_reason", "usage")}
-    raw: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {**start, "content": [], "usage": usage}}
-    ]
+    usage = {**(message.get("usage") or {}), "service_tier": BATCH_TIER}
+    # As a stream starts: no content, no stop yet (those come in the deltas).
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}
+    raw: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message.get("content") or ()):
         raw.extend(_block_events(index, block))
     stop = {"stop_reason": message.get("stop_reason"),
@@ -45,14 +43,14 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
         start["text"] = ""
         start.pop("citations", None)  # each comes as a delta, as the stream sends them
         deltas = [{"type": "citations_delta", "citation": c} for c in block.get("citations") or ()]
-        deltas.append({"type": "text_delta", "text": block.get("text", "")})
+        deltas.append({"type": "text_delta", "text": block["text"]})
     elif kind in ("tool_use", "server_tool_use"):
         start["input"] = {}
         deltas = [{"type": "input_json_delta",
                    "partial_json": orjson.dumps(block.get("input") or {}).decode()}]  # fmt: skip
     elif kind == "thinking":
         start.update(thinking="", signature="")
-        deltas = [{"type": "thinking_delta", "thinking": block.get("thinking", "")}]
+        deltas = [{"type": "thinking_delta", "thinking": block["thinking"]}]
         if block.get("signature"):
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
     elif kind == "compaction" and block.get("content") is not None:
