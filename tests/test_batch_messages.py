@@ -192,3 +192,24 @@ def test_blocks_with_nothing_to_stream_still_start_and_stop() -> None:
     turn = TurnTranslator(1)
     turn.feed_payloads(message_payloads(message(content=content)), [])
     assert turn.content == content
+
+
+def test_what_a_stream_sends_in_its_deltas_comes_in_them() -> None:
+    """A compaction's `encrypted_content`, the stop's details and the container go where a
+    stream sends them (the deltas), so the SDK's accumulator keeps them too."""
+    compacted = {"type": "compaction", "content": "Earlier: NVIDIA.", "encrypted_content": "e1"}
+    details = {"type": "refusal", "category": None, "explanation": None}
+    container = {"id": "container_1", "expires_at": "2026-11-28T00:00:00Z"}
+    original = message(content=[compacted, {"type": "text", "text": "No."}],
+                       stop_reason="refusal", stop_details=details, container=container)  # fmt: skip
+    raw = [orjson.loads(p) for p in message_payloads(original)]
+    assert raw[1]["content_block"] == {"type": "compaction", "content": None}
+    assert raw[2]["delta"]["encrypted_content"] == "e1"
+    assert raw[-2]["delta"]["stop_details"] == details
+    assert raw[-2]["delta"]["container"] == container
+    built = accumulated(message_payloads(original))
+    assert built["content"][0] == compacted
+    assert built["stop_details"]["type"] == "refusal"
+    turn = TurnTranslator(1)
+    turn.feed_payloads(message_payloads(original), [])
+    assert turn.content[0] == compacted  # back to the API verbatim

@@ -27,6 +27,9 @@ def message_payloads(message: dict[str, Any]) -> list[bytes]:
         raw.extend(_block_events(index, block))
     stop = {"stop_reason": message.get("stop_reason"),
             "stop_sequence": message.get("stop_sequence")}  # fmt: skip
+    for key in ("stop_details", "container"):  # a stream's message_delta names them too
+        if message.get(key) is not None:
+            stop[key] = message[key]
     delta: dict[str, Any] = {"type": "message_delta", "delta": stop, "usage": usage}
     if message.get("context_management") is not None:
         delta["context_management"] = message["context_management"]
@@ -55,7 +58,10 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
     elif kind == "compaction" and block.get("content") is not None:
         start["content"] = None
-        deltas = [{"type": "compaction_delta", "content": block["content"]}]
+        delta = {"type": "compaction_delta", "content": block["content"]}
+        if start.pop("encrypted_content", None) is not None:  # the stream's delta has it
+            delta["encrypted_content"] = block["encrypted_content"]
+        deltas = [delta]
     return [
         {"type": "content_block_start", "index": index, "content_block": start},
         *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
