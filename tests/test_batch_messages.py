@@ -200,8 +200,10 @@ def test_what_a_stream_sends_in_its_deltas_comes_in_them() -> None:
     compacted = {"type": "compaction", "content": "Earlier: NVIDIA.", "encrypted_content": "e1"}
     details = {"type": "refusal", "category": None, "explanation": None}
     container = {"id": "container_1", "expires_at": "2026-11-28T00:00:00Z"}
-    original = message(content=[compacted, {"type": "text", "text": "No."}],
-                       stop_reason="refusal", stop_details=details, container=container)  # fmt: skip
+    content = [compacted, {"type": "text", "text": "No."}]
+    original = message(
+        content=content, stop_reason="refusal", stop_details=details, container=container
+    )
     raw = [orjson.loads(p) for p in message_payloads(original)]
     assert raw[1]["content_block"] == {"type": "compaction", "content": None}
     assert raw[2]["delta"]["encrypted_content"] == "e1"
