@@ -26,6 +26,8 @@ from gateway.fold import fold
 from gateway.http import admission, keys
 from gateway.http.auth import caller_of
 from gateway.http.body import json_response, parse_run_request, read_json_body
+from gateway.http.handlers import cursor
+from gateway.http.writer import SSEWriter
 from gateway.providers.anthropic.provider import AnthropicProvider
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import Run, RunRequest
@@ -165,29 +167,29 @@ async def events(request: web.Request) -> web.StreamResponse:
         return await _stored_events(request, found)
     batch = found
     settings = request.app[keys.SETTINGS]
-    raw = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
-    if not raw.isdigit():
-        raise ValidationFailed("Last-Event-ID / after must be a seq, 0 or more")
-    after = int(raw)
+    after = cursor(request)
     log = batch.log
     response = web.StreamResponse(headers={**sse.HEADERS, "x-batch-id": batch.id})
     await response.prepare(request)
+    # As a run's streams: a reader that takes nothing within the deadline is dropped.
+    writer = SSEWriter(request, response, settings.gateway_write_timeout_s)
     follower = log.follow(settings.gateway_heartbeat_s)
     try:
         while True:
             data = log.read(after)
             if data:
                 after = log.last_seq
-                await response.write(data)
+                await writer.write(data)
             elif log.closed:
                 break
             elif not await follower.wait(after):
-                await response.write(sse.PING)
+                await writer.write(sse.PING)
         await response.write_eof()
     except ConnectionResetError:
-        pass  # the client left; the batch goes on
+        pass  # the client left (or was dropped); the batch goes on
     finally:
         follower.close()
+        writer.close()
     return response
 
 
@@ -202,6 +204,7 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
     batch_id = stored.batch_id
     response = web.StreamResponse(headers={**sse.HEADERS, "x-batch-id": batch_id})
     await response.prepare(request)
+    writer = SSEWriter(request, response, settings.gateway_write_timeout_s)
     seq = 0
     seen: list[dict[str, Any] | None] = [None] * len(stored.questions)
 
@@ -211,7 +214,7 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
         return sse.frame(seq, {"type": kind, **fields, "run_id": batch_id, "seq": seq})
 
     try:
-        await response.write(framed("batch_status", state=stored.state,
+        await writer.write(framed("batch_status", state=stored.state,
                                     questions=len(stored.questions)))  # fmt: skip
         while True:
             changed = [q for i, q in enumerate(stored.questions) if q != seen[i]]
@@ -223,14 +226,16 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
                 outcome = summary.get("outcome") or "completed"
                 data += framed("batch_complete", batch_id=batch_id, state="ended",
                                outcome=outcome, **_totals(stored))  # fmt: skip
-            await response.write(data or sse.PING)
+            await writer.write(data or sse.PING)
             if stored.done:
                 break
             await asyncio.sleep(every)
             stored = await _stored(journal, batch_id) or stored
         await response.write_eof()
     except ConnectionResetError:
-        pass  # the client left; the batch goes on
+        pass  # the client left (or was dropped); the batch goes on
+    finally:
+        writer.close()
     return response
 
 

@@ -60,7 +60,7 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
     await check_owner(request, run_id)
     runs = request.app[keys.RUNS]
     run = runs.get(run_id)
-    after = _cursor(request)
+    after = cursor(request)
     # A run taken over from a dead worker keeps only its new events in memory: the earlier
     # ones are read from the shared store.
     if run is not None and (runs.shared is None or after + 1 >= run.log.first_seq):
@@ -75,7 +75,8 @@ async def stream_reattach(request: web.Request) -> web.StreamResponse:
     raise _not_found(run_id)
 
 
-def _cursor(request: web.Request) -> int:
+def cursor(request: web.Request) -> int:
+    """`Last-Event-ID` (or `after`): the seq a stream resumes after."""
     raw = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
     try:
         after = int(raw)
