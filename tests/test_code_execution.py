@@ -5,6 +5,8 @@ phases and sent back verbatim, each file announced with a `file` event, and down
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -236,3 +238,31 @@ async def test_another_worker_serves_the_download(
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+async def test_a_download_nobody_reads_is_dropped(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    """A client that asks for a file and reads none of it is dropped after the write
+    deadline, as a stream's silent reader is: it holds no handler nor Files API
+    connection open. Read afterwards, the body stops short of the file."""
+    client = await make_gateway(gateway_write_timeout_s=0.5)
+    size = 64 << 20  # more than loopback's socket buffers hold
+    big = MadeFile("big.bin", b"x" * size)
+    fake.add(Reply([Text("Making it."), CodeExecution("python big.py", files=[big])]),
+             Reply([Text("Done.")]))  # fmt: skip
+    events = await stream(client, query="x", code_execution=True)
+    [file] = [e for e in events if e["type"] == "file"]
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    try:
+        writer.write(f"GET /api/files/{file['file_id']} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        await writer.drain()
+        await asyncio.sleep(3)  # reading nothing, well past the deadline
+        received = 0
+        async with asyncio.timeout(30):
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := await reader.read(1 << 20):
+                    received += len(chunk)
+        assert 0 < received < size
+    finally:
+        writer.close()

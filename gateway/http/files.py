@@ -13,6 +13,7 @@ from aiohttp import web
 from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.http.auth import caller_of
+from gateway.http.writer import SSEWriter
 from gateway.store.files import FileRecord
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,14 @@ async def download(request: web.Request) -> web.StreamResponse:
             if content.length is not None:
                 response.content_length = content.length
             await response.prepare(request)
+            # A client that takes nothing within the write deadline is dropped, as a
+            # stream's reader is: it holds no Files API connection open for ever.
+            writer = SSEWriter(
+                request, response, request.app[keys.SETTINGS].gateway_write_timeout_s
+            )
             try:
                 async for chunk in content.chunks():
-                    await response.write(chunk)
+                    await writer.write(chunk)
                     sent += len(chunk)
             except (ConnectionResetError, asyncio.CancelledError):
                 outcome = "client_left"
@@ -47,6 +53,8 @@ async def download(request: web.Request) -> web.StreamResponse:
                 if request.transport is not None:
                     request.transport.close()
                 return response
+            finally:
+                writer.close()
             await response.write_eof()
             outcome = "success"
             return response
