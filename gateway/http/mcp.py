@@ -10,8 +10,8 @@ at the first request: they are slow to import, and most processes never serve on
 
 Behind the same key as /api/* (the auth middleware), each call within the key's limits
 (one call counts as one run start), with an audit line (`run_id` is the request's id,
-`session_id` the MCP session's), the tool metrics and a span. A browser page may call it
-only from a loopback origin or one of GATEWAY_CORS_ORIGINS (DNS rebinding).
+`session_id` the MCP session's), the tool metrics and a span. Origins and hosts are the
+guard's rule, as on every route (`guard.py`: the MCP specification's DNS rebinding check).
 
 Sessions live in the process that opened them: with several workers, an MCP client must
 keep its connection (as HTTP clients do) or meet a 404 and initialize again.
@@ -24,7 +24,6 @@ import time
 from collections import OrderedDict
 from secrets import token_hex
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
@@ -45,7 +44,6 @@ MAX_SESSIONS = 10_000
 SESSION_IDLE_S = 3600.0
 # Fields the SDK's types carry for protocol versions newer than the ones served here.
 _NEWER_FIELDS = ("resultType", "ttlMs", "cacheScope")
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class Sessions:
@@ -127,18 +125,6 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return data
 
 
-def _check_origin(request: web.Request) -> None:
-    """A browser's request from a foreign page is refused (403): DNS rebinding."""
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return
-    allowed = request.app[keys.SETTINGS].gateway_cors_origins
-    host = urlsplit(origin).hostname or ""
-    if host in _LOOPBACK or origin in allowed or "*" in allowed:
-        return
-    raise web.HTTPForbidden(reason=f"Origin {origin!r} may not use /mcp")
-
-
 def _session(request: web.Request) -> str:
     """The request's open session, or a 400 (none given) or 404 (unknown or ended)."""
     session_id = request.headers.get("Mcp-Session-Id")
@@ -153,7 +139,6 @@ def _session(request: web.Request) -> str:
 
 
 async def post(request: web.Request) -> web.Response:
-    _check_origin(request)
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(reason="POST /mcp takes application/json")
     try:
@@ -286,7 +271,6 @@ def _count(
 
 
 async def delete(request: web.Request) -> web.Response:
-    _check_origin(request)
     session_id = request.headers.get("Mcp-Session-Id", "")
     if not request.app[SESSIONS].close(session_id, caller_of(request)):
         raise web.HTTPNotFound(reason="No such MCP session")

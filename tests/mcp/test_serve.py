@@ -149,7 +149,7 @@ async def test_the_transport_edges(
         assert (await http.get(url, headers=session)).status_code == 405
         evil = {**session, "Origin": "http://evil.example.com"}
         assert (await http.post(url, json=ping, headers=evil)).status_code == 403
-        local = {**session, "Origin": "http://localhost:3001"}
+        local = {**session, "Origin": f"http://{server.host}:{server.port}"}  # its own page
         assert (await http.post(url, json=ping, headers=local)).status_code == 200
         assert (await http.delete(url, headers=session)).status_code == 204
         assert (await http.post(url, json=ping, headers=session)).status_code == 404  # ended
