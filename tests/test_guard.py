@@ -155,9 +155,11 @@ async def test_foreign_origins_are_refused_on_every_route(
     make_gateway: GatewayFactory, fake: FakeAnthropic
 ) -> None:
     client = await make_gateway()
+    own = f"127.0.0.1:{client.port}"
+    other_port = f"http://127.0.0.1:{(client.port or 0) + 1}"
     for method, path, body in [*ROUTES, ("GET", "/health", b"")]:
-        for origin in (EVIL, "null", f"http://127.0.0.1:{client.port + 1}", "http://localhost"):
-            headers = {"Host": f"127.0.0.1:{client.port}", "Origin": origin}
+        for origin in (EVIL, "null", other_port, "http://localhost", f"https://{own}x"):
+            headers = {"Host": own, "Origin": origin}
             answer = await exchange(client, method, path, headers, body)
             assert reason(answer) == "origin", (method, path, origin)
     assert fake.requests == []
