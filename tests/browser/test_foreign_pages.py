@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -25,7 +26,7 @@ from tests.fakes.anthropic import Reply, Text
 from tests.test_code_execution import SHEET, code_turns
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from playwright.async_api import Browser, Page
 
 pytestmark = browser_test
 
@@ -174,3 +175,34 @@ async def test_the_same_page_once_its_origin_is_allowed(
     assert seen["file_bytes"] == len(SHEET)
     assert seen["research"] == 200
     assert len(gateway.fake.requests) == 4  # the file's two calls, the stream, the research
+
+
+AS_A_FILE = """<!doctype html><html><body><script>
+window.seen = {{}};
+fetch("{gw}/api/research", {{method: "POST", headers: {{"Content-Type": "application/json"}},
+  body: JSON.stringify({{query: "from a file"}})}})
+  .then(r => r.json()).then(answer => {{ window.seen.result = answer.text; }},
+                              () => {{ window.seen.result = "refused"; }});
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("listed", ["https://app.example", "https://app.example,null"])
+async def test_a_page_opened_as_a_file_only_when_null_is_listed(
+    browser: Browser, gateway_factory: StartGateway, tmp_path: Path, listed: str
+) -> None:
+    """A page opened from disk (the Node project's page, saved) sends `Origin: null`."""
+    gateway = await gateway_factory(Reply([Text("from the gateway")]), gateway_cors_origins=listed)
+    page_file = tmp_path / "page.html"
+    page_file.write_text(AS_A_FILE.format(gw=gateway_origin(gateway)))
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(page_file.as_uri())
+        await page.wait_for_function("window.seen.result !== undefined")
+        result = await page.evaluate("window.seen.result")
+    finally:
+        await context.close()
+    if "null" in listed:
+        assert result == "from the gateway" and len(gateway.fake.requests) == 1
+    else:
+        assert result == "refused" and gateway.fake.requests == []
