@@ -90,9 +90,9 @@ class Dead:
     def read(cls, directory: Path) -> Dead:
         try:
             stored = json.loads((directory / DEAD).read_bytes())
-        except (OSError, ValueError):
+            return cls(frozenset(stored["names"]), stored["metrics"])
+        except (OSError, ValueError, KeyError, TypeError):  # none yet
             return cls()
-        return cls(frozenset(stored["names"]), stored["metrics"])
 
 
 def members(directory: Path) -> list[Member]:
