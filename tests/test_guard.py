@@ -116,6 +116,12 @@ async def test_a_foreign_host_is_refused_before_any_work(
     with_origin = {**rebound, "Origin": "http://attacker.example:3001"}  # its own page
     assert reason(await exchange(client, method, path, with_origin, body)) == "host"
     assert fake.requests == []
+    # The same requests once the operator lists the name: its own pages go through.
+    listed = await make_gateway(gateway_allowed_hosts="attacker.example")
+    status, answer = await exchange(listed, method, path, with_origin, body)
+    assert status != 403, answer
+    starts_a_run = path.startswith(("/api/stream?", "/api/research")) or path == "/api/stream"
+    assert len(fake.requests) == (1 if starts_a_run else 0), (status, answer)
 
 
 async def test_hosts_that_are_served(make_gateway: GatewayFactory, fake: FakeAnthropic) -> None:
