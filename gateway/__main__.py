@@ -10,6 +10,7 @@ import sys
 from gateway.http import serving
 from gateway.http.app import create_app
 from gateway.http.auth import install_log_key
+from gateway.http.guard import unauthenticated_exposure
 from gateway.http.serving import listening_socket
 from gateway.ops.eventloop import loop_name, new_loop
 from gateway.ops.fleet import report_failure
@@ -54,6 +55,9 @@ def main() -> None:
         from gateway.ops.supervisor import die_with_supervisor
 
         die_with_supervisor(args.supervisor)
+    exposure = unauthenticated_exposure(settings)
+    if exposure is not None:
+        sys.exit(f"research-gateway will not start: {exposure}")
     workers = args.workers or settings.gateway_workers
     if args.worker is None and workers > 1:
         if not settings.redis_url:

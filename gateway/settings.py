@@ -171,7 +171,13 @@ class Settings(BaseSettings):
     build_timestamp: str | None = None
     """When the build was made, for `/health` (else the commit's time)."""
     gateway_cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
-    """Browser origins allowed to call the API (`*`: any)."""
+    """Browser origins allowed to call the API (`*`: any but `null`, which must be listed);
+    any other `Origin` is refused (guard.py)."""
+    gateway_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    """Host names (or `name:port`) the server answers to besides loopback and its bound
+    address (`*`: any); any other Host is refused, which stops DNS rebinding (guard.py)."""
+    gateway_allow_unauthenticated: bool = False
+    """Start on a non-loopback HOST with no keys (otherwise that refuses to start)."""
     gateway_audit_log: str | None = None
     """A path, or `-` for stdout: one JSON line per run start, tool call and run end."""
     gateway_audit_content: bool = False
@@ -208,7 +214,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams",
-        "gateway_cors_origins", mode="before",
+        "gateway_cors_origins", "gateway_allowed_hosts", mode="before",
     )  # fmt: skip
     @classmethod
     def _split_keys(cls, value: object) -> object:

@@ -82,7 +82,7 @@ async def silent_reader(port: int, path: str) -> socket.socket:
     sock.setblocking(False)
     loop = asyncio.get_running_loop()
     await loop.sock_connect(sock, ("127.0.0.1", port))
-    await loop.sock_sendall(sock, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await loop.sock_sendall(sock, f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
     return sock
 
 

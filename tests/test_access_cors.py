@@ -73,10 +73,11 @@ async def test_actual_requests_from_an_allowed_origin(
 async def test_no_cors_headers_for_other_origins(make_gateway: GatewayFactory) -> None:
     client = await cors_gateway(make_gateway)
     answer = await client.get("/api/tools", headers={"Origin": OTHER, **KEY})
-    assert answer.status == 200  # the server answers; the browser will not show it
+    assert answer.status == 403  # refused outright (guard.py), with nothing to read
     assert "Access-Control-Allow-Origin" not in answer.headers
     plain = await make_gateway(gateway_api_keys="web:k")  # no allow-list: CORS is off
     answer = await plain.get("/api/tools", headers={"Origin": APP, **KEY})
+    assert answer.status == 403
     assert "Access-Control-Allow-Origin" not in answer.headers
     assert (await plain.options("/api/stream", headers=preflight(APP))).status == 403
 

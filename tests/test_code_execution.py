@@ -255,7 +255,9 @@ async def test_a_download_nobody_reads_is_dropped(
     [file] = [e for e in events if e["type"] == "file"]
     reader, writer = await asyncio.open_connection(client.host, client.port)
     try:
-        writer.write(f"GET /api/files/{file['file_id']} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        writer.write(
+            f"GET /api/files/{file['file_id']} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+        )
         await writer.drain()
         await asyncio.sleep(3)  # reading nothing, well past the deadline
         received = 0

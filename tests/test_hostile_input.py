@@ -42,7 +42,8 @@ def error_code(head: bytes, body: bytes, status: int) -> str:
 async def test_unreadable_authorization_is_401(make_gateway: GatewayFactory, key: bytes) -> None:
     client = await make_gateway(gateway_api_keys="web:k")
     head, body = await raw_exchange(
-        client, b"GET /api/tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + b"\r\n"
+        client,
+        b"GET /api/tools HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + key + b"\r\n",
     )
     assert error_code(head, body, 401) == "AUTHENTICATION_ERROR"
 
@@ -88,7 +89,7 @@ async def test_a_body_that_never_finishes_is_408(make_gateway: GatewayFactory) -
     started = time.monotonic()
     head, answer = await raw_exchange(
         client,
-        b"POST /api/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/stream HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n" % len(body),
         body[:-1],  # all but the last byte
     )

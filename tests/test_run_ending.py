@@ -108,7 +108,7 @@ async def test_unprintable_request_ids_are_replaced(gateway: Client, raw: bytes)
     body could carry."""
     reader, writer = await asyncio.open_connection(gateway.host, gateway.port)
     writer.write(
-        b"POST /api/research HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/research HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b"x-request-id: " + raw + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
     )
     async with asyncio.timeout(5):

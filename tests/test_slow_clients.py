@@ -32,7 +32,7 @@ async def non_reader(host: str, port: int) -> tuple[asyncio.StreamReader, asynci
     await asyncio.get_running_loop().sock_connect(sock, (host, port))
     reader, writer = await asyncio.open_connection(sock=sock, limit=2**16)
     writer.write(
-        b"POST /api/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"POST /api/stream HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         b'Content-Length: 14\r\n\r\n{"query": "x"}'
     )
     await reader.readuntil(b"\r\n\r\n")

@@ -17,6 +17,7 @@ from gateway.errors import ValidationFailed
 from gateway.http import admission, batches, fleet, keys, mcp, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
+from gateway.http.guard import guard
 from gateway.http.handlers import routes
 from gateway.http.middleware import answer_errors, observe_requests
 from gateway.ops.build import read_build
@@ -42,7 +43,9 @@ def create_app(
     tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     app = web.Application(
-        middlewares=[observe_requests, answer_errors, cors, authenticate],
+        # The guard first after the request's id and error answers: before CORS answers a
+        # preflight, before authentication, before any work (guard.py).
+        middlewares=[observe_requests, answer_errors, guard, cors, authenticate],
         client_max_size=settings.gateway_max_body_bytes,
     )
     app[keys.SETTINGS] = settings

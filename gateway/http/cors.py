@@ -1,20 +1,19 @@
-"""CORS for browsers on other origins: an allow-list (`GATEWAY_CORS_ORIGINS`, `*` for any).
+"""CORS for browsers on other origins: an allow-list (`GATEWAY_CORS_ORIGINS`, `*` for any
+but `null`, which must be listed itself).
 
-A preflight (`OPTIONS` with `Access-Control-Request-Method`) from an allowed origin is
-answered 204 here, before authentication: browsers never send credentials on a preflight.
-Every other response to an allowed origin, SSE streams included, gets its headers in
-`on_response_prepare`, which aiohttp calls just before the headers go out, so handlers that
-prepare their own stream need not know about CORS. Any other origin gets no
-`Access-Control-Allow-Origin` at all (and its preflight a 403), so the browser refuses;
-a POST from it (a form, or a fetch the browser sends without asking) is a 403 too.
+Which origins may call at all is the guard's rule (`guard.py`, before this middleware): a
+request from any other origin never gets here. A preflight (`OPTIONS` with
+`Access-Control-Request-Method`) from an allowed origin is answered 204 here, before
+authentication: browsers never send credentials on a preflight. Every other response to an
+allowed origin, SSE streams included, gets its headers in `on_response_prepare`, which
+aiohttp calls just before the headers go out, so handlers that prepare their own stream
+need not know about CORS. The server's own pages need no headers: they are same-origin.
 
 No `Access-Control-Allow-Credentials`: the API authenticates with a bearer header, not
 cookies, so there is nothing for a browser to send implicitly.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -38,32 +37,19 @@ def allowed_origin(request: web.Request) -> str | None:
         return None
     if origin in allowed:
         return origin
-    return "*" if "*" in allowed else None
-
-
-def foreign_post(request: web.Request) -> bool:
-    """A POST from a page on an origin that is neither this server nor allowed: refused,
-    so a page cannot start or cancel runs even where the browser sends it unasked."""
-    origin = request.headers.get("Origin")
-    if request.method != "POST" or origin is None:
-        return False
-    if not request.app[keys.SETTINGS].gateway_cors_origins:
-        return False
-    same = urlsplit(origin).netloc == request.host
-    return not same and allowed_origin(request) is None
+    return "*" if "*" in allowed and origin != "null" else None
 
 
 @web.middleware
 async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer preflights, refuse POSTs from other origins; everything else goes on (its
-    headers come at prepare)."""
-    if foreign_post(request):
-        raise GatewayError("PERMISSION_ERROR", "This origin may not call the API")
+    """Answer preflights; everything else goes on (its headers come at prepare)."""
     if request.method != "OPTIONS" or "Access-Control-Request-Method" not in request.headers:
         return await handler(request)
     origin = allowed_origin(request)
     if origin is None:
-        raise GatewayError("PERMISSION_ERROR", "This origin may not call the API")
+        raise GatewayError(
+            "PERMISSION_ERROR", "This origin may not call the API", {"reason": "origin"}
+        )
     return web.Response(
         status=204,
         headers={

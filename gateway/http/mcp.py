@@ -8,10 +8,11 @@ get 202. GET is 405 (the server sends nothing unasked), DELETE ends a session. P
 versions 2024-11-05 to 2025-11-25. The messages are checked with the SDK's types (imported
 at the first request: they are slow to import, and most processes never serve one).
 
-Behind the same key as /api/* (the auth middleware), each call within the key's limits
-(one call counts as one run start), with an audit line (`run_id` is the request's id,
-`session_id` the MCP session's), the tool metrics and a span. A browser page may call it
-only from a loopback origin or one of GATEWAY_CORS_ORIGINS (DNS rebinding).
+Behind the same key as /api/* (the auth middleware), each `initialize` and each call
+within the key's limits (each counts as one run start; `mcp_sessions.py`: each key's
+sessions have their own budget), with an audit line (`run_id` is the request's id,
+`session_id` the MCP session's), the tool metrics and a span. Origins and hosts are the
+guard's rule, as on every route (`guard.py`: the MCP specification's DNS rebinding check).
 
 Sessions live in the process that opened them: with several workers, an MCP client must
 keep its connection (as HTTP clients do) or meet a 404 and initialize again.
@@ -20,11 +21,9 @@ keep its connection (as HTTP clients do) or meet a 404 and initialize again.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections import OrderedDict
-from secrets import token_hex
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
@@ -35,53 +34,15 @@ from gateway.access.limits import RateLimited
 from gateway.errors import ValidationFailed
 from gateway.http import keys
 from gateway.http.auth import caller_of
+from gateway.http.mcp_sessions import SESSIONS, Sessions, admitted
 from gateway.ops.audit import RunAudit
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
 
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST = VERSIONS[0]
-MAX_SESSIONS = 10_000
-SESSION_IDLE_S = 3600.0
 # Fields the SDK's types carry for protocol versions newer than the ones served here.
 _NEWER_FIELDS = ("resultType", "ttlMs", "cacheScope")
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-class Sessions:
-    """Open sessions of this process: id -> (protocol version, caller, last use)."""
-
-    def __init__(self) -> None:
-        self._open: OrderedDict[str, tuple[str, str, float]] = OrderedDict()
-
-    def open(self, version: str, caller: str) -> str:
-        session_id = token_hex(16)
-        self._open[session_id] = (version, caller, time.monotonic())
-        now = time.monotonic()
-        while self._open and (
-            len(self._open) > MAX_SESSIONS
-            or now - next(iter(self._open.values()))[2] > SESSION_IDLE_S
-        ):
-            self._open.popitem(last=False)
-        return session_id
-
-    def use(self, session_id: str, caller: str) -> bool:
-        """True for an open session of this caller (and it counts as used now)."""
-        found = self._open.get(session_id)
-        if found is None or found[1] != caller:
-            return False
-        self._open[session_id] = (found[0], caller, time.monotonic())
-        self._open.move_to_end(session_id)
-        return True
-
-    def close(self, session_id: str, caller: str) -> bool:
-        if not self.use(session_id, caller):
-            return False
-        del self._open[session_id]
-        return True
-
-
-SESSIONS = web.AppKey("mcp_sessions", Sessions)
 
 
 def install(app: web.Application) -> None:
@@ -127,18 +88,6 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return data
 
 
-def _check_origin(request: web.Request) -> None:
-    """A browser's request from a foreign page is refused (403): DNS rebinding."""
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return
-    allowed = request.app[keys.SETTINGS].gateway_cors_origins
-    host = urlsplit(origin).hostname or ""
-    if host in _LOOPBACK or origin in allowed or "*" in allowed:
-        return
-    raise web.HTTPForbidden(reason=f"Origin {origin!r} may not use /mcp")
-
-
 def _session(request: web.Request) -> str:
     """The request's open session, or a 400 (none given) or 404 (unknown or ended)."""
     session_id = request.headers.get("Mcp-Session-Id")
@@ -153,7 +102,6 @@ def _session(request: web.Request) -> str:
 
 
 async def post(request: web.Request) -> web.Response:
-    _check_origin(request)
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(reason="POST /mcp takes application/json")
     try:
@@ -198,7 +146,9 @@ async def _answer(request: web.Request, message_id: Any, method: Any, params: An
         init = types.InitializeRequestParams.model_validate(params or {})
         asked = init.protocol_version
         version = asked if asked in VERSIONS else LATEST
-        session_id = request.app[SESSIONS].open(version, caller_of(request))
+        caller = caller_of(request)
+        async with _within_limits(request, caller):
+            session_id = request.app[SESSIONS].open(version, caller)
         result = types.InitializeResult(
             protocol_version=version,
             capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
@@ -216,6 +166,16 @@ async def _answer(request: web.Request, message_id: Any, method: Any, params: An
         answer = await _call(request, session_id, call.name, call.arguments or {})
         return _rpc(message_id, result=answer)
     raise _Refused(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+@contextlib.asynccontextmanager
+async def _within_limits(request: web.Request, caller: str) -> AsyncIterator[None]:
+    """The key's admission, a refusal as a JSON-RPC error (with the limit's details)."""
+    try:
+        async with admitted(request, caller):
+            yield
+    except RateLimited as exc:
+        raise _Refused(-32000, exc.message, exc.body(request[keys.REQUEST_ID])) from None
 
 
 def _own(request: web.Request) -> ToolRegistry:
@@ -239,15 +199,9 @@ async def _call(
     registry = _own(request)
     if name not in registry or registry.source_of(name) is not None:
         raise _Refused(INVALID_PARAMS, f"Unknown tool: {name}")
-    caller = caller_of(request)
-    gate = app[keys.LIMITS]
-    try:
-        admission = await gate.admit(caller)
-    except RateLimited as exc:
-        raise _Refused(-32000, exc.message, exc.body(request[keys.REQUEST_ID])) from None
     ctx = ToolContext(tool_use_id=request[keys.REQUEST_ID], services=app[keys.TOOLSET].services)
     tracer = app[keys.TRACER]
-    try:
+    async with _within_limits(request, caller_of(request)):
         with tracer.start_as_current_span(
             f"execute_tool {name}",
             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
@@ -256,8 +210,6 @@ async def _call(
             outcome = await registry.call(name, arguments, ctx)
             if outcome.is_error:
                 span.set_attribute("error.type", outcome.error_type or "tool_error")
-    finally:
-        gate.release(caller, admission.ticket)
     _count(request, name, arguments, outcome, session_id)
     content = outcome.blocks or [{"type": "text", "text": outcome.content}]
     return {"content": content, "isError": outcome.is_error}
@@ -286,7 +238,6 @@ def _count(
 
 
 async def delete(request: web.Request) -> web.Response:
-    _check_origin(request)
     session_id = request.headers.get("Mcp-Session-Id", "")
     if not request.app[SESSIONS].close(session_id, caller_of(request)):
         raise web.HTTPNotFound(reason="No such MCP session")

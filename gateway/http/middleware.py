@@ -1,8 +1,9 @@
 """The request middlewares, outermost first (wired in `app.py`):
 
 observe_requests   request id, one server span, duration by route template
-cors               preflight answers and CORS headers (`cors.py`)
 answer_errors      every error as the JSON error body, with its code
+guard              foreign origins, hosts and sites, non-JSON bodies refused (`guard.py`)
+cors               preflight answers and CORS headers (`cors.py`)
 authenticate       the caller's name, or 401 (`auth.py`)
 """
 

@@ -420,10 +420,22 @@ def document(
         | (_mcp_paths() if mcp_served else {}),
         "components": components,
     }  # fmt: skip
+    _guarded(doc["paths"])
     if keys_required:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
         doc["security"] = [{"bearer": []}]
     return doc
+
+
+def _guarded(paths: dict[str, Any]) -> None:
+    """Every route may answer the guard's 403 (guard.py): a foreign Origin, Host or site."""
+    refused = {
+        "description": "PERMISSION_ERROR: a foreign Origin, Host or site (details.reason)",
+        "content": _json("ErrorResponse"),
+    }
+    for operations in paths.values():
+        for operation in operations.values():
+            operation["responses"].setdefault("403", refused)
 
 
 async def serve(request: web.Request) -> web.Response:

@@ -12,6 +12,11 @@ The supervisor gives every worker it starts a path in its private directory (`DI
   that the worker got as far as serving;
 - `NAME.error`: why the worker failed, when it did (`report_failure`).
 
+When a worker has exited, the supervisor folds its last snapshot into one file, `dead.json`
+(`bury`: the counters and histograms of every dead worker added up, and their names), and
+removes the worker's own files: restarts leave one file, not one per worker that ever ran,
+for every scrape to read and connect to.
+
 The worker the kernel hands a scrape to asks every other worker's socket (all at once,
 `SCRAPE_TIMEOUT_S` at most) and adds up the snapshots (`Metrics.merged`). A worker that
 does not answer in time counts with its last `NAME.json` (it may be slightly behind, never
@@ -71,9 +76,49 @@ class Member:
         return None
 
 
+DEAD = "dead.json"
+
+
+@dataclass(frozen=True)
+class Dead:
+    """The workers folded into `dead.json`: their names, their numbers added up."""
+
+    names: frozenset[str] = frozenset()
+    snapshot: Snapshot | None = None
+
+    @classmethod
+    def read(cls, directory: Path) -> Dead:
+        try:
+            stored = json.loads((directory / DEAD).read_bytes())
+            return cls(frozenset(stored["names"]), stored["metrics"])
+        except (OSError, ValueError, KeyError, TypeError):  # none yet
+            return cls()
+
+
 def members(directory: Path) -> list[Member]:
-    """Every worker that got as far as serving, alive or not."""
-    return sorted(Member(path.with_suffix("")) for path in directory.glob("*.json"))
+    """Every worker that got as far as serving, alive or not yet folded into `dead.json`."""
+    return sorted(
+        Member(path.with_suffix("")) for path in directory.glob("*.json") if path.name != DEAD
+    )
+
+
+def bury(member: Member) -> None:
+    """In the supervisor, once the worker has exited: fold its last numbers into
+    `dead.json` (written whole, then renamed), then remove its files. A scrape that lists
+    the worker before and reads `dead.json` after sees its name there and skips it."""
+    stored = _stored(member)
+    directory = member.path.parent
+    if stored is not None:
+        dead = Dead.read(directory)
+        earlier = [] if dead.snapshot is None else [dead.snapshot]
+        merged = Metrics.merged([], [*earlier, stored]).snapshot()
+        names = sorted(dead.names | {member.path.name})
+        body = json.dumps({"names": names, "metrics": merged}, separators=(",", ":"))
+        partial = directory / (DEAD + ".partial")
+        partial.write_text(body)
+        os.replace(partial, directory / DEAD)
+    for path in (member.snapshot, member.socket, member.error):
+        path.unlink(missing_ok=True)
 
 
 def publish(metrics: Metrics, member: Member) -> bytes:
@@ -90,17 +135,23 @@ async def exposition(own: Member, instruments: Metrics) -> bytes:
     mine = json.loads(publish(instruments, own))
     others = [m for m in members(own.path.parent) if m != own]
     answers = await asyncio.gather(*(_ask(m) for m in others))
+    # Each silent worker's file before `dead.json`: a worker is removed only once folded.
+    stored = [
+        None if isinstance(a, dict) else _stored(m) for m, a in zip(others, answers, strict=True)
+    ]
+    dead = Dead.read(own.path.parent)
     alive: list[Snapshot] = [mine]
-    gone: list[Snapshot] = []
+    gone: list[Snapshot] = [] if dead.snapshot is None else [dead.snapshot]
     late = 0
-    for member, answer in zip(others, answers, strict=True):
+    for member, answer, kept in zip(others, answers, stored, strict=True):
         if not isinstance(answer, str):
             alive.append(answer)
-        elif (stored := _stored(member)) is not None:
-            (gone if answer == "gone" else alive).append(stored)
+        elif kept is not None and member.path.name not in dead.names:
+            (gone if answer == "gone" else alive).append(kept)
             late += answer == "late"
     merged = Metrics.merged(alive, gone)
-    merged.registry.register(_Workers(len(alive) - late, late, len(gone)))
+    buried = len(dead.names) + len(gone) - (dead.snapshot is not None)
+    merged.registry.register(_Workers(len(alive) - late, late, buried))
     return generate_latest(merged.registry)
 
 

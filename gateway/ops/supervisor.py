@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.ops.fleet import Member
+from gateway.ops.fleet import Member, bury
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class Supervisor:
                     return
                 log.warning("supervisor: worker %d (pid %d) failed to start (%s); restarting "
                             "in %.1f s", index, proc.pid, why, backoff)  # fmt: skip
+            bury(member)  # its numbers into the fleet's one file of dead workers
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(backoff):
                     await self._stopping.wait()

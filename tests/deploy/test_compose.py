@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from gateway.http.guard import unauthenticated_exposure
+from gateway.settings import Settings
 from tests.deploy.dashboards import DEPLOY, JOB, PROMETHEUS_CONFIG
 
 SERVICES = {"gateway", "redis", "prometheus", "grafana", "otel-collector", "jaeger"}
@@ -54,6 +56,13 @@ def test_gateway_environment(compose: dict[str, Any]) -> None:
     assert env["OTEL_SERVICE_NAME"] == JOB
     # Secrets pass through from the shell, never baked into the file.
     assert env["ANTHROPIC_API_KEY"] is None
+    # Off loopback without keys the gateway refuses to start: the keyless stack says so,
+    # and publishes the port on loopback only.
+    assert env["GATEWAY_API_KEYS"] is None and env["GATEWAY_ALLOW_UNAUTHENTICATED"] == "1"
+    assert all(p.startswith("127.0.0.1:") for p in compose["services"]["gateway"]["ports"])
+    assert "gateway" in env["GATEWAY_ALLOWED_HOSTS"].split(",")
+    given = {k.lower(): v for k, v in env.items() if v is not None}
+    assert unauthenticated_exposure(Settings(_env_file=None, **given)) is None
 
 
 def test_prometheus_scrapes_the_gateway_and_loads_the_alerts(compose: dict[str, Any]) -> None:
@@ -100,6 +109,8 @@ def test_dockerfile() -> None:
     assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.M)
     assert re.search(r"^USER (?!root)\S+", text, re.M)
     assert "HOST=0.0.0.0" in text
+    # The image alone wants keys: the override is the operator's decision, never baked in.
+    assert not re.search(r"^\s*(ENV\s+)?GATEWAY_ALLOW_UNAUTHENTICATED", text, re.M)
     assert re.search(r"^EXPOSE 3001$", text, re.M)
     assert re.search(r"^HEALTHCHECK .*\n?.*healthcheck\.py", text, re.M)
     root = DEPLOY.parent

@@ -98,7 +98,7 @@ async def test_keys_limits_and_audit_as_for_the_api(
     audit = tmp_path / "audit.log"
     server = await served(
         aiohttp_server, fake_server, metrics, gateway_api_keys=f"alice:{KEY}",
-        gateway_rate_limit_per_min=2, gateway_audit_log=str(audit),
+        gateway_rate_limit_per_min=3, gateway_audit_log=str(audit),  # initialize, 2 calls
     )  # fmt: skip
     url = str(server.make_url("/mcp"))
     async with httpx2.AsyncClient() as http:
@@ -111,7 +111,7 @@ async def test_keys_limits_and_audit_as_for_the_api(
             result = await session.call_tool("search_sec_company_tickers", ticker)
             assert isinstance(result, mcp_types.CallToolResult) and not result.is_error
         with pytest.raises(MCPError, match="over its per_minute limit") as over:
-            await session.call_tool("search_sec_company_tickers", ticker)  # over 2 a minute
+            await session.call_tool("search_sec_company_tickers", ticker)  # over 3 a minute
         assert over.value.error.data["code"] == "RATE_LIMIT_ERROR"
     await server.close()  # the audit log is written out at shutdown
     lines = [orjson.loads(line) for line in audit.read_bytes().splitlines()]
@@ -149,7 +149,7 @@ async def test_the_transport_edges(
         assert (await http.get(url, headers=session)).status_code == 405
         evil = {**session, "Origin": "http://evil.example.com"}
         assert (await http.post(url, json=ping, headers=evil)).status_code == 403
-        local = {**session, "Origin": "http://localhost:3001"}
+        local = {**session, "Origin": f"http://{server.host}:{server.port}"}  # its own page
         assert (await http.post(url, json=ping, headers=local)).status_code == 200
         assert (await http.delete(url, headers=session)).status_code == 204
         assert (await http.post(url, json=ping, headers=session)).status_code == 404  # ended
