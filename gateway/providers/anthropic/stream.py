@@ -403,7 +403,8 @@ class TurnTranslator:
 
     def _take_priced_usage(self, usage: dict[str, Any]) -> None:
         """What the price of the call also depends on, where the API reports it: server
-        searches, 1-hour cache writes, the batch tier (keys of `gateway.pricing`)."""
+        searches, 1-hour cache writes, the batch tier, where inference ran (keys of
+        `gateway.pricing`)."""
         found = {
             pricing.WEB_SEARCH_KEY: (usage.get("server_tool_use") or {}).get("web_search_requests"),
             pricing.CACHE_WRITE_1H_KEY: (usage.get("cache_creation") or {}).get(
@@ -411,6 +412,9 @@ class TurnTranslator:
             ),
             pricing.BATCH_KEY: 1 if usage.get("service_tier") == "batch" else None,
         }
+        geo = usage.get("inference_geo")
+        if isinstance(geo, str) and geo != "global":
+            found[pricing.geo_key(geo)] = 1
         for key, value in found.items():
             if isinstance(value, int) and value > 0:
                 self.usage[key] = value
