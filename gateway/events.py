@@ -99,6 +99,9 @@ class TurnStart(_Stamped):
 class ThinkingStart(_Stamped):
     type: Literal["thinking_start"]
     turn: int
+    kind: Literal["reasoning", "progress"]
+    """`progress`: a note the model writes before a tool call (a progress update), not its
+    reasoning."""
 
 
 class ThinkingDelta(_Stamped):
@@ -263,8 +266,10 @@ def turn_start(turn: int, max_turns: int) -> TurnStart:
     return {"type": "turn_start", "turn": turn, "max_turns": max_turns}
 
 
-def thinking_start(turn: int) -> ThinkingStart:
-    return {"type": "thinking_start", "turn": turn}
+def thinking_start(
+    turn: int, kind: Literal["reasoning", "progress"] = "reasoning"
+) -> ThinkingStart:
+    return {"type": "thinking_start", "turn": turn, "kind": kind}
 
 
 def thinking(text: str) -> ThinkingDelta:

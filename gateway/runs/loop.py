@@ -217,7 +217,7 @@ def model_call(
         server_tools=plan.server_tools,
         cache=plan.cache,
         context_management=api_context.request if api_context is not None else None,
-        betas=api_context.betas if api_context is not None else (),
+        betas=(*plan.betas, *(api_context.betas if api_context is not None else ())),
         parallel_tools=plan.parallel_tools,
         container=container or plan.container,
     )

@@ -18,6 +18,7 @@ Each rule with the page of the platform docs (platform.claude.com/docs/en/...) i
   different conversation"; `thinking.block_binding.prefix_mismatch_behavior: "drop_block"`
   with beta `thinking-binding-controls-2026-08-01` removes such blocks (and the rest of that
   turn's consecutive thinking blocks) instead. `cache_control` marks are not content.
+  A message's string content counts as the one text block it stands for.
 - `about-claude/models/overview` and the model pages: ids, windows, output limits; Claude
   Sonnet 5 is "Active (legacy)" (the Models API says `active`).
 
@@ -99,10 +100,18 @@ def _prefix_hash(model: str, body: dict[str, Any], upto: int) -> str:
         "model": model,
         "system": _unmarked(body.get("system")),
         "tools": _unmarked(body.get("tools")),
-        "messages": _unmarked(body["messages"][:upto]),
+        "messages": [_normal(m) for m in _unmarked(body["messages"][:upto])],
     }
     text = json.dumps(prefix, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _normal(message: dict[str, Any]) -> dict[str, Any]:
+    """String content is one text block, as the API reads it."""
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": [{"type": "text", "text": content}]}
+    return message
 
 
 def _unmarked(value: Any) -> Any:

@@ -125,6 +125,20 @@ PACK_AFTER = 32
 """Payloads read between two joins of each open block's newest fragments into one string."""
 
 
+def progress_mode(thinking: dict[str, Any] | None) -> str | None:
+    """How a call's `thinking` parameter returns the notes between tool calls, for
+    `TurnTranslator.progress_mode`: `between_tools` (every thinking block is one),
+    `updates` (the blocks with text are; reasoning comes back empty), `summarized` (text
+    in all: a thinking block after another kind of block in the turn is one), or None (no
+    such notes: every thinking block is reasoning)."""
+    if not thinking:
+        return None
+    if thinking.get("type") == "between_tools":
+        return "between_tools"
+    display = thinking.get("display")
+    return display if display in ("updates", "summarized") else None
+
+
 class TurnTranslator:
     """Turns one model call's raw stream events into gateway events, and keeps what the
     history needs: the assistant content exactly as produced, usage, the stop reason.
@@ -133,8 +147,10 @@ class TurnTranslator:
     event; `finish` raises if the stream ended without `message_stop`.
     """
 
-    def __init__(self, turn: int) -> None:
+    def __init__(self, turn: int, progress: str | None = None) -> None:
         self.turn = turn
+        self.progress_mode = progress
+        """See `progress_mode`; set by the provider from the call's `thinking`."""
         self.reset()
 
     def reset(self) -> None:
@@ -150,6 +166,7 @@ class TurnTranslator:
         """The code execution container the API used for this call, if any."""
         self._compaction_usage: dict[str, int] = {}
         self._edits: list[Event] = []
+        """Events that follow the one `feed` returned: context edits, a note's first text."""
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
         self.texts: list[str] = []
@@ -160,6 +177,7 @@ class TurnTranslator:
         self._unpacked = 0  # payloads read since the last join
         self._server_names: dict[str, str] = {}
         self._stopped = False
+        self._quiet: set[int] = set()  # thinking blocks not shown (yet): omitted reasoning
 
     def partial_texts(self) -> list[str]:
         """Text so far, finished blocks and the one still streaming (for an interrupted turn)."""
@@ -259,13 +277,8 @@ class TurnTranslator:
                 "tool_input_delta", {"id": block["id"]}, self.turn, partial_json=fragment,
                 **_server_flag(block),
             )  # fmt: skip
-        if kind == "thinking_delta":
-            text = delta["thinking"]
-            self._parts[index].append(text)
-            return events.thinking(text)
-        if kind == "signature_delta":
-            self._blocks[index]["signature"] = delta["signature"]
-            return events.thinking_signature(delta["signature"])
+        if kind == "thinking_delta" or kind == "signature_delta":
+            return self._thinking_delta(index, delta)
         if kind == "compaction_delta":  # kept whole, back to the API verbatim
             if delta.get("content") is not None:
                 self._parts[index].append(delta["content"])
@@ -289,8 +302,41 @@ class TurnTranslator:
             tool = {"id": block["id"], "name": block["name"]}
             return events.tool_call("tool_start", tool, self.turn, **_server_flag(block))
         if kind == "thinking":
-            return events.thinking_start(self.turn)
+            return self._thinking_start(index)
         return None
+
+    def _thinking_start(self, index: int) -> Event | None:
+        mode = self.progress_mode
+        if mode == "updates":  # only the notes have text: a block shows once it has some
+            self._quiet.add(index)
+            return None
+        after_action = mode == "summarized" and any(
+            self._blocks[i].get("type") not in ("thinking", "redacted_thinking")
+            for i in self._blocks
+            if i < index
+        )
+        progress = mode == "between_tools" or after_action
+        return events.thinking_start(self.turn, "progress" if progress else "reasoning")
+
+    def _thinking_delta(self, index: int, delta: dict[str, Any]) -> Event | None:
+        if delta["type"] == "signature_delta":
+            self._blocks[index]["signature"] = delta["signature"]
+            if index in self._quiet:
+                return None
+            return events.thinking_signature(delta["signature"])
+        text = delta["thinking"]
+        self._parts[index].append(text)
+        if index in self._quiet:
+            return self._note_shown(index, text)
+        return events.thinking(text)
+
+    def _note_shown(self, index: int, text: str) -> Event | None:
+        """A quiet block's first text: it is a note; its start, then the text."""
+        if not text:
+            return None
+        self._quiet.discard(index)
+        self._edits.append(events.thinking(text))
+        return events.thinking_start(self.turn, "progress")
 
     def _stop(self, index: int) -> Event | None:
         block = self._blocks[index]
@@ -309,6 +355,9 @@ class TurnTranslator:
             return events.tool_call("tool_use", tool, self.turn)
         if kind == "thinking":
             block["thinking"] = block.get("thinking", "") + joined
+            if index in self._quiet:  # omitted reasoning: nothing was shown of it
+                self._quiet.discard(index)
+                return None
             return events.thinking_complete(self.turn)
         if kind == "server_tool_use":  # run by the API: back to it verbatim, input included
             block["input"] = self._parse_input(block["id"], joined, block.get("input"))
