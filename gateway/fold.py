@@ -118,6 +118,7 @@ def _fold_terminal(event: dict[str, Any]) -> Folded:
         subtype=event.get("subtype"),
         is_error=event.get("is_error"),
         num_turns=event.get("num_turns"),
+        details=event.get("details"),
     )
     if "structured" in event:
         folded["structured"] = event["structured"]

@@ -25,7 +25,8 @@ from tools.registry import ToolOutcome, ToolRegistry
 PREVIEW_CHARS = 2_000
 TURN_GAP = "\n\n"
 """Streamed, as a `delta` of its own, between the texts of two turns: a client that joins
-the deltas has `final.result` byte for byte."""
+the deltas has `final.result` byte for byte. Not inside one answer continued after
+`pause_turn`."""
 DOOM_LOOP_REPEATS = 3
 MAX_PAUSES = 5  # `pause_turn` continuations allowed beyond the model calls of the tool rounds
 
@@ -68,10 +69,13 @@ class RunState:
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=events.empty_usage)
     texts: list[str] = field(default_factory=list)
-    """Each turn's text, its blocks joined as they streamed (empty for a turn without)."""
+    """Each answer's text, its blocks joined as they streamed (empty for a turn without);
+    a turn that continues one after `pause_turn` adds to it."""
     last_texts: list[str] = field(default_factory=list)
     context_tokens: int = 0
     stop_reason: str | None = None
+    stop_details: dict[str, Any] | None = None
+    """The last turn's `stop_details` (a refusal's category), where the model gave them."""
     outcome: Outcome | None = None
     wrap_up: Outcome | None = None
     response_model: str | None = None
@@ -94,16 +98,32 @@ class RunState:
         if cut off mid-turn."""
         texts = self.texts
         if self.current is not None:
-            texts = [*texts, "".join(self.current.partial_texts())]
+            partial = "".join(self.current.partial_texts())
+            if self.stop_reason == "pause_turn" and texts:  # the same answer, continued
+                texts = [*texts[:-1], texts[-1] + partial]
+            else:
+                texts = [*texts, partial]
         return TURN_GAP.join(text for text in texts if text)
+
+    def owes_gap_now(self) -> bool:
+        """Whether the next turn's first text needs `TURN_GAP`: some earlier answer has
+        text, and the next turn does not continue one (after `pause_turn`) that has."""
+        if self.stop_reason == "pause_turn" and self.texts:
+            return not self.texts[-1] and any(self.texts[:-1])
+        return any(self.texts)
 
     def add_turn(self, turn: Turn) -> None:
         self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
+        text = "".join(turn.texts)
+        if self.stop_reason == "pause_turn" and self.texts:  # one answer, no gap inside
+            self.texts[-1] += text
+        else:
+            self.texts.append(text)
         self.stop_reason = turn.stop_reason
+        self.stop_details = getattr(turn, "stop_details", None)
         self.response_model = turn.model or self.response_model
         self.container = getattr(turn, "container_id", None) or self.container
-        self.texts.append("".join(turn.texts))
         self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = turn.context_tokens
@@ -137,7 +157,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        state.owes_gap = any(state.texts)
+        state.owes_gap = state.owes_gap_now()
         emit([*opening, *cleared, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(
@@ -166,6 +186,9 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
             turn.stop_reason or "", "completed"
         )
+        if state.outcome == "refusal":
+            details = events.refusal_details(state.stop_details)
+            deps.observer.refused(details["category"] if details else None)
         return
 
 

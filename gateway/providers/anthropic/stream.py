@@ -159,6 +159,8 @@ class TurnTranslator:
         self.message_id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
+        self.stop_details: dict[str, Any] | None = None
+        """Why the model stopped, where it says (a refusal's `category`)."""
         self.usage: dict[str, int] = {}
         """The call's tokens as billed: the answering call's, plus compaction's own."""
         self.context_tokens = 0
@@ -403,6 +405,8 @@ class TurnTranslator:
         delta = raw.get("delta") or {}
         if delta.get("stop_reason") is not None:
             self.stop_reason = delta["stop_reason"]
+        if isinstance(delta.get("stop_details"), dict):
+            self.stop_details = delta["stop_details"]
         if delta.get("container") is not None:
             self._take_container(delta["container"])
         self._take_usage(raw.get("usage"))
