@@ -15,6 +15,7 @@ from gateway import events, pricing
 from gateway.context import clear_old_tool_results, estimate_tokens
 from gateway.events import Event, Outcome
 from gateway.ops.observe import RunObserver
+from gateway.providers.anthropic.binding import settle_history, with_drop_block
 from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.seam import RetryPolicy, call_model
@@ -92,6 +93,8 @@ class RunState:
     `TURN_GAP` before it."""
     container: str | None = None
     """The code execution container the API named for this run: every later call uses it."""
+    drop_bound: bool = False
+    """Every call sends `drop_block` (thinking blocks bound to an earlier prefix)."""
 
     def answer(self) -> str:
         """The run's text exactly as a reader of the stream joined it (its `delta`s), even
@@ -149,6 +152,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     # event it takes. They go with the first `turn_start`: one write to the client, not two.
     opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
     emit = _gapped(state, emit)
+    state.drop_bound = settle_history(plan.binds_thinking, plan.thinking, state.messages)
     while True:
         cleared = _gateway_clear(plan, state)
         if _context_full(plan, state):
@@ -162,7 +166,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         opening = []
         call = model_call(
             config, state.messages, tools, tools_off=state.wrap_up is not None,
-            container=state.container,
+            container=state.container, drop_bound=state.drop_bound,
         )  # fmt: skip
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
@@ -219,11 +223,15 @@ def _priced(deps: LoopDeps, model: str, usage: dict[str, int], asked: str) -> fl
 
 def model_call(
     config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool, container: str | None = None,
+    tools_off: bool, container: str | None = None, drop_bound: bool = False,
 ) -> ModelCall:  # fmt: skip
     """The next call in canonical form; each provider writes its own request from it."""
     plan = config.plan
     api_context = plan.context if plan.context and plan.context.strategy != "gateway" else None
+    betas = (*plan.betas, *(api_context.betas if api_context is not None else ()))
+    thinking = plan.thinking
+    if drop_bound:
+        thinking, betas = with_drop_block(thinking, betas)
     return ModelCall(
         model=plan.model,
         max_tokens=plan.max_tokens,
@@ -235,12 +243,12 @@ def model_call(
         tool_choice="none" if tools_off else "auto",
         output_schema=plan.output_schema,
         system_suffix=config.date,
-        thinking=plan.thinking,
+        thinking=thinking,
         effort=plan.effort,
         server_tools=plan.server_tools,
         cache=plan.cache,
         context_management=api_context.request if api_context is not None else None,
-        betas=(*plan.betas, *(api_context.betas if api_context is not None else ())),
+        betas=betas,
         parallel_tools=plan.parallel_tools,
         container=container or plan.container,
     )
