@@ -4,6 +4,7 @@ client, thinking "off" shows no reasoning, and each run costs the published pric
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anthropic
@@ -11,6 +12,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway import pricing
+from gateway.settings import Settings
 from tests.conftest import GatewayFactory, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, Thinking, ToolUse
 from tests.fakes.current_models import DISPLAY_BETA
@@ -228,3 +230,27 @@ def test_a_price_file_with_tiers_and_an_old_one_both_parse() -> None:
                 }
             }
         )
+
+
+async def test_the_default_is_the_current_sonnet_and_a_legacy_model_is_named(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert Settings(_env_file=None).sdk_model == "claude-sonnet-5-5"
+    current = await make_gateway(sdk_model="claude-sonnet-5-5")
+    record = (await (await current.get("/health")).json())["model_record"]
+    assert record["legacy"] is False and record["note"] is None
+    assert record["thinking"] == ["adaptive", "between_tools"]
+    with caplog.at_level(logging.WARNING, logger="gateway.providers.anthropic.catalog"):
+        legacy = await make_gateway(sdk_model="claude-sonnet-5")
+    record = (await (await legacy.get("/health")).json())["model_record"]
+    assert record["legacy"] is True and record["current_model"] == "claude-sonnet-5-5"
+    assert record["note"] == (
+        "claude-sonnet-5 is legacy (no retirement date yet): the current model is claude-sonnet-5-5"
+    )
+    assert any("claude-sonnet-5 is legacy" in r.getMessage() for r in caplog.records)
+    deprecated = await make_gateway(sdk_model="claude-sonnet-4-5-20250929")
+    record = (await (await deprecated.get("/health")).json())["model_record"]
+    assert record["note"] == (
+        "claude-sonnet-4-5-20250929 is deprecated, retires 2026-11-30: set SDK_MODEL to a "
+        "current model"
+    )

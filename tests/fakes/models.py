@@ -39,10 +39,10 @@ def model_info(
     compaction: bool = True,
     editing: bool = True,
     disabled: bool = True,
-    between_tools: bool | None = None,
+    between_tools: bool = False,
 ) -> dict[str, Any]:
     """A `ModelInfo` as `GET /v1/models/{id}` returns it, every capability key present
-    (`between_tools`: as `adaptive` unless said)."""
+    (`between_tools`: only Claude Sonnet 5.5 has it, models/sonnet-5-5/whats-new)."""
     levels = ("low", "medium", "high", "xhigh", "max")
     effort = {level: _yes(level in efforts) for level in levels}
     return {
@@ -80,7 +80,7 @@ def model_info(
                     "adaptive": _yes(adaptive),
                     "enabled": _yes(budget),
                     "disabled": _yes(disabled),
-                    "between_tools": _yes(adaptive if between_tools is None else between_tools),
+                    "between_tools": _yes(between_tools),
                 },
             },
         },
