@@ -12,7 +12,8 @@ how many were 1-hour writes), `cache_read`; `web_search_per_1k_usd` per 1,000 se
 searches; the Message Batches API's discount (`batch_discount`, a factor on the token
 prices) where a call goes through it; `geo_multipliers`, a factor on the token prices by
 where inference ran (`usage.inference_geo`: "us" is 1.1 for the models that take
-`inference_geo`).
+`inference_geo`); a model's `fast_multiplier`, for a call that ran in fast mode
+(`usage.speed` "fast").
 
 A model priced by prompt length (Claude Haiku 5.5) has `tiers`: each one a threshold,
 `above_prompt_tokens`, and the five token prices that apply to the WHOLE call (output and
@@ -37,6 +38,8 @@ CACHE_WRITE_1H_KEY = "cache_creation_1h_input_tokens"
 WEB_SEARCH_KEY = "web_search_requests"
 BATCH_KEY = "batch_requests"
 """1 for a call the API ran on its batch tier (`usage.service_tier` "batch")."""
+FAST_KEY = "fast_requests"
+"""1 for a call that ran in fast mode (`usage.speed` "fast")."""
 GEO_KEY_PREFIX = "inference_geo_"
 """`inference_geo_us`: 1 for a call whose `usage.inference_geo` was "us" (not "global")."""
 
@@ -77,6 +80,8 @@ class ModelPrice:
     cache_read: float
     cache_write_1h: float | None = None
     web_search_per_1k_usd: float | None = None
+    fast_multiplier: float | None = None
+    """Fast mode's factor on every token price (`speed: "fast"`, Opus models)."""
     tiers: tuple[PriceTier, ...] = ()
     """Prompt-length tiers, lowest threshold first."""
 
@@ -136,6 +141,8 @@ class PriceTable:
             return None
         batch = batch or bool(usage.get(BATCH_KEY))
         factor = self.batch_discount if batch else 1.0
+        if usage.get(FAST_KEY) and price.fast_multiplier is not None:
+            factor *= price.fast_multiplier
         for geo, multiplier in self.geo_multipliers.items():
             if usage.get(geo_key(geo)):
                 factor *= multiplier

@@ -26,7 +26,7 @@ PUBLISHED = {
     "claude-opus-5-5": (4.0, 20.0, 5.0, 0.20),
     "claude-haiku-5-5": (0.10, 0.50, 0.125, 0.01),
 }
-TURNS = [
+TURNS: list[dict[str, Any]] = [
     {"input_tokens": 1_000, "output_tokens": 200, "cache_read": 0, "cache_creation": 3_000},
     {"input_tokens": 300, "output_tokens": 500, "cache_read": 3_000, "cache_creation": 400},
 ]
@@ -34,11 +34,12 @@ TURNS = [
 
 def published_cost(model: str) -> float:
     inp, out, write, read = PUBLISHED[model]
-    return sum(
+    total: float = sum(
         t["input_tokens"] * inp + t["output_tokens"] * out + t["cache_creation"] * write
         + t["cache_read"] * read
         for t in TURNS
-    ) / 1_000_000  # fmt: skip
+    )  # fmt: skip
+    return total / 1_000_000
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -169,7 +170,7 @@ async def test_the_fake_omits_thinking_text_by_default_and_wants_the_beta(
         async with client.messages.stream(**params) as sdk_stream:
             message = await sdk_stream.get_final_message()
         assert message.content[0].type == "thinking" and message.content[0].thinking == ""
-        updates = {"type": "adaptive", "display": "updates"}
+        updates: Any = {"type": "adaptive", "display": "updates"}
         with pytest.raises(anthropic.BadRequestError, match="thinking-display-updates"):
             async with client.beta.messages.stream(
                 **params, thinking=updates, betas=["compact-2026-01-12"]
@@ -203,6 +204,20 @@ def test_inference_geo_and_batch_multiply_the_token_prices() -> None:
     us = {**usage, pricing.geo_key("us"): 1}
     assert table.cost("claude-opus-5-5", us) == pytest.approx(24.0 * 1.1)
     assert table.cost("claude-opus-5-5", us, batch=True) == pytest.approx(24.0 * 1.1 * 0.5)
+    # Fast mode: Opus 5.5 at $8 / $40 (build-with-claude/fast-mode).
+    fast = {**usage, pricing.FAST_KEY: 1}
+    assert table.cost("claude-opus-5-5", fast) == pytest.approx(48.0)
+
+
+async def test_usage_says_where_and_how_fast_a_call_ran(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_model="claude-opus-5-5")
+    fake.add(Reply([Text("ok")], input_tokens=1_000, output_tokens=100,
+                   usage_extra={"inference_geo": "us", "speed": "fast"}))  # fmt: skip
+    events = await stream(client, query="q")
+    expected = (1_000 * 4.0 + 100 * 20.0) / 1_000_000 * 1.1 * 2.0
+    assert events[-1]["total_cost_usd"] == pytest.approx(expected, abs=1e-12)
 
 
 def test_a_price_file_with_tiers_and_an_old_one_both_parse() -> None:

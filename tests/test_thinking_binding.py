@@ -138,7 +138,7 @@ async def test_the_fake_refuses_a_replayed_block_after_the_tools_changed(
         replay: Any = [
             *question, {"role": "assistant", "content": produced},
             {"role": "user", "content": [{"type": "tool_result",
-                                          "tool_use_id": first.content[1].id, "content": "a"}]},
+                                          "tool_use_id": produced[1]["id"], "content": "a"}]},
         ]  # fmt: skip
         with pytest.raises(anthropic.BadRequestError, match="bound to a different conversation"):
             async with client.messages.stream(**base, tools=[other], messages=replay) as s:

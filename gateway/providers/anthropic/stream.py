@@ -464,6 +464,7 @@ class TurnTranslator:
                 "ephemeral_1h_input_tokens"
             ),
             pricing.BATCH_KEY: 1 if usage.get("service_tier") == "batch" else None,
+            pricing.FAST_KEY: 1 if usage.get("speed") == "fast" else None,
         }
         geo = usage.get("inference_geo")
         if isinstance(geo, str) and geo != "global":
