@@ -279,8 +279,14 @@ class TurnTranslator:
                 "tool_input_delta", {"id": block["id"]}, self.turn, partial_json=fragment,
                 **_server_flag(block),
             )  # fmt: skip
-        if kind == "thinking_delta" or kind == "signature_delta":
-            return self._thinking_delta(index, delta)
+        if kind == "thinking_delta":
+            text = delta["thinking"]
+            self._parts[index].append(text)
+            if index in self._quiet:
+                return self._note_shown(index, text)
+            return events.thinking(text)
+        if kind == "signature_delta":
+            return self._signature(index, delta["signature"])
         if kind == "compaction_delta":  # kept whole, back to the API verbatim
             if delta.get("content") is not None:
                 self._parts[index].append(delta["content"])
@@ -320,17 +326,11 @@ class TurnTranslator:
         progress = mode == "between_tools" or after_action
         return events.thinking_start(self.turn, "progress" if progress else "reasoning")
 
-    def _thinking_delta(self, index: int, delta: dict[str, Any]) -> Event | None:
-        if delta["type"] == "signature_delta":
-            self._blocks[index]["signature"] = delta["signature"]
-            if index in self._quiet:
-                return None
-            return events.thinking_signature(delta["signature"])
-        text = delta["thinking"]
-        self._parts[index].append(text)
-        if index in self._quiet:
-            return self._note_shown(index, text)
-        return events.thinking(text)
+    def _signature(self, index: int, signature: str) -> Event | None:
+        self._blocks[index]["signature"] = signature
+        if index in self._quiet:  # omitted reasoning: nothing of it is shown
+            return None
+        return events.thinking_signature(signature)
 
     def _note_shown(self, index: int, text: str) -> Event | None:
         """A quiet block's first text: it is a note; its start, then the text."""
