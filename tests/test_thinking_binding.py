@@ -1,6 +1,6 @@
 """Thinking blocks bound to the conversation (tests/fakes/current_models.py applies the
-documented 400): a session continues across a date change, a changed `tools` allow-list
-and an MCP server's tool-list change, on a model that takes `drop_block` with its thinking
+documented 400): a session continues across a date change, a changed `tools` allow-list,
+code execution turned on and an MCP server's tool-list change, on a model that takes `drop_block` with its thinking
 (Opus 5.5, thinking on) and on one whose thinking is off (Sonnet 5.5 `between_tools`: the
 gateway drops the replayed blocks itself)."""
 
@@ -50,7 +50,7 @@ def mcp_list_changed(registry: ToolRegistry) -> None:
     registry.replace("mcp:test", [Renamed()])
 
 
-CASES = ["date", "allow_list", "mcp_list_changed", "unchanged"]
+CASES = ["date", "allow_list", "code_execution", "mcp_list_changed", "unchanged"]
 
 
 async def continue_session(
@@ -67,6 +67,7 @@ async def continue_session(
     changes: dict[str, Callable[[], None]] = {
         "date": lambda: change_date(monkeypatch),
         "allow_list": lambda: change_allow_list(second_body),
+        "code_execution": lambda: second_body.update(code_execution=True),
         "mcp_list_changed": lambda: mcp_list_changed(registry),
         "unchanged": lambda: None,
     }
