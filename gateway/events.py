@@ -41,8 +41,9 @@ OUTCOME_BY_STOP_REASON: dict[str, Outcome] = {
     "refusal": "refusal",
     "model_context_window_exceeded": "context_exceeded",
 }
-REFUSAL_CATEGORIES = frozenset({"cyber", "bio", "frontier_llm", "reasoning_extraction",
-                                "general_harms"})  # fmt: skip
+REFUSAL_CATEGORIES = frozenset(
+    ("cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms")
+)
 """`stop_details.category` as the SDK's `RefusalStopDetails` has it; others are `other`."""
 
 

@@ -92,8 +92,9 @@ class ModelPrice:
         tiers = raw.get("tiers", [])
         if not isinstance(tiers, list):
             raise ValueError(f"price of {model!r}: tiers must be a list")
-        parsed = sorted((PriceTier.parse(model, t) for t in tiers),
-                        key=lambda t: t.above_prompt_tokens)  # fmt: skip
+        parsed = sorted(
+            (PriceTier.parse(model, t) for t in tiers), key=lambda t: t.above_prompt_tokens
+        )
         try:
             price = cls(**{**raw, "tiers": tuple(parsed)})
         except TypeError as exc:
@@ -166,10 +167,9 @@ class PriceTable:
         discount = raw.get("batch_discount", 0.5)
         if not isinstance(discount, int | float) or not 0 < discount <= 1:
             raise ValueError("batch_discount must be a number in (0, 1]")
-        return cls(
-            models, float(discount), str(raw.get("source", "")), str(raw.get("retrieved", "")),
-            _geo_multipliers(raw.get("geo_multipliers", {})),
-        )  # fmt: skip
+        source, retrieved = str(raw.get("source", "")), str(raw.get("retrieved", ""))
+        geo = _geo_multipliers(raw.get("geo_multipliers", {}))
+        return cls(models, float(discount), source, retrieved, geo)
 
 
 def _geo_multipliers(raw: Any) -> dict[str, float]:

@@ -24,10 +24,8 @@ import re
 
 DISPLAY_BETA = "thinking-display-updates-2026-08-18"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
-DISPLAY_UPDATES = frozenset({
-    "claude-sonnet-5-5", "claude-opus-5-5", "claude-fable-5-1", "claude-fable-5-2",
-    "claude-mythos-5-1", "claude-mythos-5-2",
-})  # fmt: skip
+_FABLE_MYTHOS = ("claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2")
+DISPLAY_UPDATES = frozenset(("claude-sonnet-5-5", "claude-opus-5-5", *_FABLE_MYTHOS))
 DISPLAY_SUMMARIZED = DISPLAY_UPDATES | {"claude-haiku-5-5"}
 BINDS = DISPLAY_SUMMARIZED
 """The fix page's list is these seven models."""

@@ -157,9 +157,12 @@ def _context(record: ModelRecord, choice: ContextChoice, *, thinking: bool) -> C
 
 
 def _thinking(
-    record: ModelRecord, choice: ThinkingChoice, max_tokens: int, notices: list[Event],
+    record: ModelRecord,
+    choice: ThinkingChoice,
+    max_tokens: int,
+    notices: list[Event],
     effort: str | None = None,
-) -> dict[str, Any] | None:  # fmt: skip
+) -> dict[str, Any] | None:
     if choice == "off" or choice == 0:
         return _thinking_off(record, effort)
     param = _thinking_asked(record, choice, max_tokens, notices)
