@@ -1,8 +1,8 @@
 """Thinking blocks bound to the conversation (tests/fakes/current_models.py applies the
 documented 400): a session continues across a date change, a changed `tools` allow-list,
-code execution turned on and an MCP server's tool-list change, on a model that takes `drop_block` with its thinking
-(Opus 5.5, thinking on) and on one whose thinking is off (Sonnet 5.5 `between_tools`: the
-gateway drops the replayed blocks itself)."""
+code execution turned on and an MCP server's tool-list change, on a model that takes
+`drop_block` with its thinking (Opus 5.5, thinking on) and on one whose thinking is off
+(Sonnet 5.5 `between_tools`: the gateway drops the replayed blocks itself)."""
 
 from __future__ import annotations
 
@@ -155,3 +155,22 @@ async def test_the_fake_refuses_a_replayed_block_after_the_tools_changed(
     finally:
         await client.close()
     assert fake.dropped_blocks[-2:] == [[], ["messages.1.content.0"]]
+
+
+async def test_without_the_models_api_a_binding_model_still_drops_replayed_blocks(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    """The record falls back to safe defaults (no thinking sent), so nothing can carry
+    `block_binding`: the run removes the earlier blocks itself."""
+    fake.models_status = 503
+    client = await make_gateway(sdk_model="claude-opus-5-5")
+    a_run(fake)
+    first = await stream(client, query="first")
+    assert first[-1]["type"] == "final", first[-1]
+    a_run(fake)
+    body = {"query": "second", "sessionId": first[-1]["session_id"], "tools": ["echo"]}
+    events = await stream(client, **body)
+    assert events[-1]["type"] == "final", events[-1]
+    assert fake.rejected == [] and "thinking" not in fake.requests[2]
+    earlier = [m for m in fake.requests[2]["messages"][:-1] if m["role"] == "assistant"]
+    assert not any(b["type"] == "thinking" for m in earlier for b in m["content"])

@@ -231,7 +231,11 @@ class ModelCatalog:
                     model, type(exc).__name__, exc,
                 )  # fmt: skip
             self._retry_at[model] = time.monotonic() + RETRY_UNREADABLE_S
-            record = previous or ModelRecord(id=model)
+            # Nothing optional is sent; but a model that binds its thinking blocks still
+            # does, so a continued session drops them (binding.py).
+            record = previous or ModelRecord(
+                id=model, binds_thinking=_from_lineup(model)["binds_thinking"]
+            )
         else:
             record = record_from_info(info)
             _log_lifecycle(record)
