@@ -79,3 +79,14 @@ async def test_a_refusal_carries_its_category(
     # Not a refusal: no details.
     fake.add(Reply([Text("Sure.")]))
     assert (await stream(client, query="x"))[-1]["details"] is None
+
+
+async def test_a_structured_answer_continued_after_pause_turn_is_one_value(
+    gateway: Any, fake: FakeAnthropic
+) -> None:
+    schema = {"type": "object", "properties": {"revenue": {"type": "number"}}}
+    fake.add(Reply([Text('{"reve')], stop_reason="pause_turn"), Reply([Text('nue": 130.5}')]))
+    body = {"query": "x", "output_format": {"type": "json_schema", "schema": schema}}
+    final = (await stream(gateway, **body))[-1]
+    assert final["result"] == '{"revenue": 130.5}'
+    assert final["structured"] == {"revenue": 130.5}

@@ -121,13 +121,14 @@ class RunState:
         text = "".join(turn.texts)
         if self.stop_reason == "pause_turn" and self.texts:  # one answer, no gap inside
             self.texts[-1] += text
+            self.last_texts = [*self.last_texts, *turn.texts]
         else:
             self.texts.append(text)
+            self.last_texts = turn.texts
         self.stop_reason = turn.stop_reason
         self.stop_details = getattr(turn, "stop_details", None)
         self.response_model = turn.model or self.response_model
         self.container = getattr(turn, "container_id", None) or self.container
-        self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = turn.context_tokens
         for key, value in turn.usage.items():  # the priced extras only when reported
