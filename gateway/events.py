@@ -41,6 +41,23 @@ OUTCOME_BY_STOP_REASON: dict[str, Outcome] = {
     "refusal": "refusal",
     "model_context_window_exceeded": "context_exceeded",
 }
+REFUSAL_CATEGORIES = frozenset(
+    ("cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms")
+)
+"""`stop_details.category` as the SDK's `RefusalStopDetails` has it; others are `other`."""
+
+
+def refusal_details(stop_details: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`final.details` of a refusal: its category (None when it names none) and
+    explanation; None when the model gave no `stop_details`."""
+    if not stop_details or stop_details.get("type", "refusal") != "refusal":
+        return None
+    category = stop_details.get("category")
+    if category is not None and category not in REFUSAL_CATEGORIES:
+        category = "other"
+    return {"category": category, "explanation": stop_details.get("explanation")}
+
+
 Subtype = Literal["success", "error_max_turns", "error_during_execution"]
 """Node's `final.subtype`: how the Agent SDK named the end of a run."""
 SUBTYPE_BY_OUTCOME: dict[str, Subtype] = {
@@ -99,6 +116,9 @@ class TurnStart(_Stamped):
 class ThinkingStart(_Stamped):
     type: Literal["thinking_start"]
     turn: int
+    kind: Literal["reasoning", "progress"]
+    """`progress`: a note the model writes before a tool call (a progress update), not its
+    reasoning."""
 
 
 class ThinkingDelta(_Stamped):
@@ -213,6 +233,8 @@ class Final(_Stamped):
     num_turns: int
     total_cost_usd: float | None
     """The run's price in dollars; None when a model call of it has no price."""
+    details: dict[str, Any] | None
+    """A refusal's `{category, explanation}` (`stop_details`); None otherwise."""
     structured: NotRequired[Any]
 
 
@@ -263,8 +285,10 @@ def turn_start(turn: int, max_turns: int) -> TurnStart:
     return {"type": "turn_start", "turn": turn, "max_turns": max_turns}
 
 
-def thinking_start(turn: int) -> ThinkingStart:
-    return {"type": "thinking_start", "turn": turn}
+def thinking_start(
+    turn: int, kind: Literal["reasoning", "progress"] = "reasoning"
+) -> ThinkingStart:
+    return {"type": "thinking_start", "turn": turn, "kind": kind}
 
 
 def thinking(text: str) -> ThinkingDelta:
@@ -357,6 +381,7 @@ def final(
     trace_id: str | None,
     total_cost_usd: float | None = None,
     structured: Any = None,
+    details: dict[str, Any] | None = None,
 ) -> Final:
     """Last event of a run that did not fail. `result` is the concatenation of the run's
     `delta` texts, byte for byte (the loop streams a blank line between turns' texts);
@@ -381,6 +406,7 @@ def final(
         "is_error": subtype != "success",
         "num_turns": turns,
         "total_cost_usd": None if total_cost_usd is None else round(total_cost_usd, 8),
+        "details": details,
     }
     if structured is not None:
         event["structured"] = structured

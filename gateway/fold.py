@@ -30,7 +30,8 @@ class _Fold:
             case "delta":
                 self.text.append(event["text"])
             case "thinking_start":
-                self.thinking.append({"thinking": "", "signature": None})
+                kind = event.get("kind", "reasoning")
+                self.thinking.append({"thinking": "", "signature": None, "kind": kind})
             case "thinking" if self.thinking:
                 self.thinking[-1]["thinking"] += event["text"]
             case "thinking_signature" if self.thinking:
@@ -117,6 +118,7 @@ def _fold_terminal(event: dict[str, Any]) -> Folded:
         subtype=event.get("subtype"),
         is_error=event.get("is_error"),
         num_turns=event.get("num_turns"),
+        details=event.get("details"),
     )
     if "structured" in event:
         folded["structured"] = event["structured"]

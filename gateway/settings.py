@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from tools.config import ToolsConfig
 from tools.mcp.config import McpServerConfig, parse_servers
 
-DEFAULT_MODEL = "claude-sonnet-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEMO_MODEL = "demo"
 SERVER_TOOLS = ("web_search", "web_fetch")
 UpstreamKind = Literal["anthropic", "openai", "demo"]

@@ -76,8 +76,10 @@ const handlers = {
     timeline.add('turn', `Turn ${turnText(run)}`, 'model call');
   },
   thinking_start(run, ev) {
-    const block = run.view.startThinking(ev.turn);
-    timeline.add('thinking', 'Thinking', 'live…', { key: `thinking-${ev.seq}`, target: block.el });
+    // A progress note (the model's words before a tool call) shows open, above its card.
+    const progress = ev.kind === 'progress';
+    const block = run.view.startThinking(ev.turn, progress);
+    timeline.add('thinking', progress ? 'Note' : 'Thinking', 'live…', { key: `thinking-${ev.seq}`, target: block.el });
     run.thinkingKey = `thinking-${ev.seq}`;
   },
   thinking(run, ev) {

@@ -67,14 +67,15 @@ class TextSegment {
 }
 
 class ThinkingBlock {
-  constructor(turn) {
+  constructor(turn, progress = false) {
     this.startedAt = performance.now();
+    this.progress = progress;
     this.text = document.createTextNode('');
-    this.label = h('span', { class: 'thinking-label' }, 'Thinking…');
+    this.label = h('span', { class: 'thinking-label' }, progress ? 'Note' : 'Thinking…');
     this.signed = h('span', { class: 'pill pill-muted', hidden: true }, 'signed');
     this.el = h(
       'details',
-      { class: 'thinking live', open: true, dataset: { turn: turn ?? '' } },
+      { class: progress ? 'thinking progress live' : 'thinking live', open: true, dataset: { turn: turn ?? '' } },
       h('summary', {}, this.label, ' ', this.signed),
       h('div', { class: 'thinking-text' }, this.text),
     );
@@ -89,9 +90,10 @@ class ThinkingBlock {
   }
 
   end() {
+    this.el.classList.remove('live');
+    if (this.progress) return; // a note stays open: it says why the next tool runs
     const seconds = formatMs(performance.now() - this.startedAt);
     this.label.textContent = `Thought for ${seconds} · ${formatCount(this.text.length)} chars`;
-    this.el.classList.remove('live');
     this.el.open = false;
   }
 }
@@ -258,10 +260,10 @@ export class AssistantMessage {
     this.text = null;
   }
 
-  startThinking(turn) {
+  startThinking(turn, progress = false) {
     this.endText();
     this.endThinking();
-    this.thinking = new ThinkingBlock(turn);
+    this.thinking = new ThinkingBlock(turn, progress);
     this.add(this.thinking.el);
     return this.thinking;
   }
@@ -376,7 +378,7 @@ export class AssistantMessage {
  * does not say where in the text they happened. */
 export function renderResearch(message, body) {
   for (const block of body.thinkingBlocks ?? []) {
-    const thinking = message.startThinking();
+    const thinking = message.startThinking(undefined, block?.kind === 'progress');
     thinking.append(typeof block === 'string' ? block : (block.thinking ?? block.text ?? prettyJson(block)));
     message.endThinking();
   }

@@ -70,6 +70,8 @@ class ResearchResult(BaseModel):
     text: str
     toolCalls: list[dict[str, Any]]
     thinkingBlocks: list[dict[str, Any]]
+    """Each `{thinking, signature, kind}`: `kind` `progress` for a note before a tool call,
+    `reasoning` otherwise."""
     citations: list[Any]
     total_cost_usd: float | None
     """What the run's model calls cost in dollars; null when a model of it has no price."""
@@ -77,6 +79,8 @@ class ResearchResult(BaseModel):
     """Node's name for how the run ended (absent for a failed run)."""
     is_error: bool | None = None
     num_turns: int | None = None
+    details: dict[str, Any] | None = None
+    """A refusal's `{category, explanation}` (the model's `stop_details`); null otherwise."""
     files: list[dict[str, Any]] | None = None
     """The files code execution made (absent when none): each `file` event's fields."""
 

@@ -329,6 +329,11 @@ class Metrics:
             "Finished runs by endpoint and outcome (an error code if failed).",
             ["endpoint", "outcome"],
         )
+        self.refusals = Counter(
+            "gateway_refusals_total",
+            "Runs the model refused, by model and stop_details.category (none: no category).",
+            ["model", "category"],
+        )
         self.active_streams = Gauge("sdk_active_streams", "Runs in progress.", ["endpoint"])
         self.time_to_first_event_s = Histogram(
             "sdk_time_to_first_event_seconds",

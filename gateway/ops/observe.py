@@ -262,6 +262,11 @@ class RunObserver:
         created = usage.get("cache_creation_input_tokens", 0)
         m.cache_creation_tokens.labels(model, upstream).inc(created)
 
+    def refused(self, category: str | None) -> None:
+        """A run the model refused, by its category (`events.REFUSAL_CATEGORIES`, `other`,
+        or None: `none`)."""
+        self.metrics.refusals.labels(self.model, category or "none").inc()
+
     def count_cost(self, model: str, cost: float | None) -> None:
         """One model call's price (None: its model has no price, and nothing is added)."""
         if cost is not None:

@@ -15,6 +15,7 @@ from gateway import events, pricing
 from gateway.context import clear_old_tool_results, estimate_tokens
 from gateway.events import Event, Outcome
 from gateway.ops.observe import RunObserver
+from gateway.providers.anthropic.binding import settle_history, with_drop_block
 from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.seam import RetryPolicy, call_model
@@ -25,7 +26,8 @@ from tools.registry import ToolOutcome, ToolRegistry
 PREVIEW_CHARS = 2_000
 TURN_GAP = "\n\n"
 """Streamed, as a `delta` of its own, between the texts of two turns: a client that joins
-the deltas has `final.result` byte for byte."""
+the deltas has `final.result` byte for byte. Not inside one answer continued after
+`pause_turn`."""
 DOOM_LOOP_REPEATS = 3
 MAX_PAUSES = 5  # `pause_turn` continuations allowed beyond the model calls of the tool rounds
 
@@ -68,10 +70,13 @@ class RunState:
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=events.empty_usage)
     texts: list[str] = field(default_factory=list)
-    """Each turn's text, its blocks joined as they streamed (empty for a turn without)."""
+    """Each answer's text, its blocks joined as they streamed (empty for a turn without);
+    a turn that continues one after `pause_turn` adds to it."""
     last_texts: list[str] = field(default_factory=list)
     context_tokens: int = 0
     stop_reason: str | None = None
+    stop_details: dict[str, Any] | None = None
+    """The last turn's `stop_details` (a refusal's category), where the model gave them."""
     outcome: Outcome | None = None
     wrap_up: Outcome | None = None
     response_model: str | None = None
@@ -88,23 +93,42 @@ class RunState:
     `TURN_GAP` before it."""
     container: str | None = None
     """The code execution container the API named for this run: every later call uses it."""
+    drop_bound: bool = False
+    """Every call sends `drop_block` (thinking blocks bound to an earlier prefix)."""
 
     def answer(self) -> str:
         """The run's text exactly as a reader of the stream joined it (its `delta`s), even
         if cut off mid-turn."""
         texts = self.texts
         if self.current is not None:
-            texts = [*texts, "".join(self.current.partial_texts())]
+            partial = "".join(self.current.partial_texts())
+            if self.stop_reason == "pause_turn" and texts:  # the same answer, continued
+                texts = [*texts[:-1], texts[-1] + partial]
+            else:
+                texts = [*texts, partial]
         return TURN_GAP.join(text for text in texts if text)
+
+    def owes_gap_now(self) -> bool:
+        """Whether the next turn's first text needs `TURN_GAP`: some earlier answer has
+        text, and the next turn does not continue one (after `pause_turn`) that has."""
+        if self.stop_reason == "pause_turn" and self.texts:
+            return not self.texts[-1] and any(self.texts[:-1])
+        return any(self.texts)
 
     def add_turn(self, turn: Turn) -> None:
         self.current = None
         self.messages.append({"role": "assistant", "content": turn.content})
+        text = "".join(turn.texts)
+        if self.stop_reason == "pause_turn" and self.texts:  # one answer, no gap inside
+            self.texts[-1] += text
+            self.last_texts = [*self.last_texts, *turn.texts]
+        else:
+            self.texts.append(text)
+            self.last_texts = turn.texts
         self.stop_reason = turn.stop_reason
+        self.stop_details = getattr(turn, "stop_details", None)
         self.response_model = turn.model or self.response_model
         self.container = getattr(turn, "container_id", None) or self.container
-        self.texts.append("".join(turn.texts))
-        self.last_texts = turn.texts
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = turn.context_tokens
         for key, value in turn.usage.items():  # the priced extras only when reported
@@ -129,6 +153,7 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     # event it takes. They go with the first `turn_start`: one write to the client, not two.
     opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
     emit = _gapped(state, emit)
+    state.drop_bound = settle_history(plan.binds_thinking, plan.thinking, state.messages)
     while True:
         cleared = _gateway_clear(plan, state)
         if _context_full(plan, state):
@@ -137,12 +162,12 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
             state.outcome = "context_exceeded"
             return
         state.turns += 1
-        state.owes_gap = any(state.texts)
+        state.owes_gap = state.owes_gap_now()
         emit([*opening, *cleared, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(
             config, state.messages, tools, tools_off=state.wrap_up is not None,
-            container=state.container,
+            container=state.container, drop_bound=state.drop_bound,
         )  # fmt: skip
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
@@ -166,6 +191,9 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         state.outcome = state.wrap_up or events.OUTCOME_BY_STOP_REASON.get(
             turn.stop_reason or "", "completed"
         )
+        if state.outcome == "refusal":
+            details = events.refusal_details(state.stop_details)
+            deps.observer.refused(details["category"] if details else None)
         return
 
 
@@ -196,11 +224,15 @@ def _priced(deps: LoopDeps, model: str, usage: dict[str, int], asked: str) -> fl
 
 def model_call(
     config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool, container: str | None = None,
+    tools_off: bool, container: str | None = None, drop_bound: bool = False,
 ) -> ModelCall:  # fmt: skip
     """The next call in canonical form; each provider writes its own request from it."""
     plan = config.plan
     api_context = plan.context if plan.context and plan.context.strategy != "gateway" else None
+    betas = (*plan.betas, *(api_context.betas if api_context is not None else ()))
+    thinking = plan.thinking
+    if drop_bound:
+        thinking, betas = with_drop_block(thinking, betas)
     return ModelCall(
         model=plan.model,
         max_tokens=plan.max_tokens,
@@ -212,12 +244,12 @@ def model_call(
         tool_choice="none" if tools_off else "auto",
         output_schema=plan.output_schema,
         system_suffix=config.date,
-        thinking=plan.thinking,
+        thinking=thinking,
         effort=plan.effort,
         server_tools=plan.server_tools,
         cache=plan.cache,
         context_management=api_context.request if api_context is not None else None,
-        betas=api_context.betas if api_context is not None else (),
+        betas=betas,
         parallel_tools=plan.parallel_tools,
         container=container or plan.container,
     )

@@ -349,6 +349,7 @@ def _final(
         trace_id=trace_id,
         total_cost_usd=state.cost_usd,
         structured=structured,
+        details=events.refusal_details(state.stop_details) if outcome == "refusal" else None,
     )
 
 

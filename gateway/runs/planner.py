@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from gateway.errors import ValidationFailed
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
-from gateway.providers.anthropic.request import ContextChoice, ThinkingChoice, plan_run
+from gateway.providers.anthropic.request import (
+    ContextChoice,
+    ThinkingChoice,
+    plan_run,
+    today_text,
+)
 from gateway.providers.seam import RetryPolicy
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import RunRequest
@@ -66,6 +71,7 @@ class RunPlanner:
             plan=plan,
             max_turns=request.max_turns or settings.sdk_max_turns,
             system=self.system,
+            date=today_text(),  # read here, so a test can move the day
             allowed_tools=request.tools,
             retry=self.retry,
         )

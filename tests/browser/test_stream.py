@@ -240,3 +240,22 @@ async def test_error_event_mid_stream(page: Page, gateway_factory: StartGateway)
     assert await page.inner_text("#run-details [data-field='state']") == "error"
     assert await page.is_enabled("#btn-stream")
     await screenshot(page, "desktop-error-event")
+
+
+async def test_a_progress_note_shows_open_before_the_tool_card_it_introduces(
+    page: Page, gateway_factory: StartGateway
+) -> None:
+    """Opus 5.5 with thinking off: its reasoning stays omitted, its note comes through."""
+    note = "Let me pull the filings first."
+    gateway = await gateway_factory(
+        Reply([Thinking(THOUGHT), Thinking(note, progress=True), ToolUse("echo", {"text": "a"})]),
+        Reply([Text("Done.")]),
+        sdk_model="claude-opus-5-5",
+    )
+    await open_playground(page, gateway)
+    await ask(page, "Echo, then answer")
+    assert await wait_for_outcome(page) == "completed"
+    assert await body_parts(page) == ["thinking", "tool:echo", "md"]
+    assert await page.text_content(".thinking.progress .thinking-text") == note
+    assert await page.get_attribute(".thinking.progress", "open") is not None  # stays open
+    assert await page.inner_text(".thinking.progress .thinking-label") == "Note"

@@ -14,6 +14,7 @@ Script it with `Reply` objects, one per expected model call, in order.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import context, messages_rules
+from tests.fakes import context, current_models, messages_rules
 from tests.fakes.code_execution import Containers, FakeFiles, MadeFile
 from tests.fakes.models import default_catalogue, request_problem
 from tests.fakes.prompt_cache import PromptCache
@@ -48,6 +49,9 @@ class Thinking:
     thinking: str
     signature: str = "sig-" + "A" * 40
     chunk: int = 16
+    progress: bool = False
+    """A progress update (a note before a tool call), not reasoning: its text comes back
+    at displays `updates` and `between_tools` too (tests/fakes/current_models.py)."""
 
 
 @dataclass
@@ -112,6 +116,8 @@ class Reply:
     applied_edits: list[dict[str, Any]] | None = None
     container: dict[str, Any] | None = None
     """Set by the fake for a request with the code execution tool (code_execution.py)."""
+    stop_details: dict[str, Any] | None = None
+    """`message_delta`'s `delta.stop_details` (a refusal's category)."""
 
 
 class _HeldWrites:
@@ -165,6 +171,8 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.rejected: list[str] = []
+        self.dropped_blocks: list[list[str]] = []
+        """Per accepted request, the thinking blocks `drop_block` removed (their paths)."""
         self.disconnects = 0
         self.finished = 0
         self.request_seen = asyncio.Event()
@@ -203,11 +211,16 @@ class FakeAnthropic:
                 return 404, "not_found_error", f"model: {body.get('model')}"
             problem = (
                 request_problem(info, body)
+                or current_models.problem(body, betas)
                 or self.containers.problem(body, info)
                 or context.problem(info, body, betas)
             )
+            seen = copy.deepcopy(body)  # what the model sees, bound blocks dropped
             if problem is None:
-                applied = context.apply(body, info["max_input_tokens"])
+                problem, dropped = current_models.check_bindings(seen)
+                self.dropped_blocks.append(dropped)
+            if problem is None:
+                applied = context.apply(seen, info["max_input_tokens"])
                 problem = applied if isinstance(applied, str) else None
         if problem is None and self.cache is not None:
             assert isinstance(applied, context.Applied)
@@ -314,7 +327,7 @@ class FakeAnthropic:
                 {"type": "content_block_stop", "index": 0},
             ]  # fmt: skip
             index = 1
-        for block in reply.blocks:
+        for block in self._as_displayed(reply.blocks):
             if isinstance(block, ServerToolUse):
                 out.extend(_server_tool_blocks(index, block))
                 index += 2
@@ -340,6 +353,8 @@ class FakeAnthropic:
             delta["context_management"] = {"applied_edits": reply.applied_edits}
         if reply.container is not None:
             delta["delta"]["container"] = reply.container
+        if reply.stop_details is not None:
+            delta["delta"]["stop_details"] = reply.stop_details
         out.append(delta)
         out.append({"type": "message_stop"})
         return out
@@ -358,6 +373,28 @@ class FakeAnthropic:
             "bash_code_execution", {"command": block.command}, result, block.id, block.fragment
         )
         return _server_tool_blocks(index, call)
+
+    def _as_displayed(self, blocks: list[Block]) -> list[Block]:
+        """The blocks as the request's `thinking.display` returns them: text only where
+        that display shows it, signatures bound where the model binds
+        (current_models.py)."""
+        if not self.requests:
+            return blocks
+        body = self.requests[-1]
+        display = current_models.display_of(body)
+        bound = body.get("model") in current_models.BINDING_MODELS
+        shown: list[Block] = []
+        for block in blocks:
+            if isinstance(block, Thinking):
+                if display == "between_tools" and not block.progress:
+                    continue  # thinking off: no reasoning at all, only the notes
+                visible = current_models.shown(display, progress=block.progress)
+                signature = current_models.bound_signature(body) if bound else block.signature
+                block = Thinking(
+                    block.thinking if visible else "", signature, block.chunk, block.progress
+                )
+            shown.append(block)
+        return shown
 
     def _asked_model(self) -> str:
         return str(self.requests[-1].get("model")) if self.requests else "claude-test-model"

@@ -38,9 +38,13 @@ def model_info(
     retires_at: str | None = None,
     compaction: bool = True,
     editing: bool = True,
+    disabled: bool = True,
+    between_tools: bool = False,
 ) -> dict[str, Any]:
-    """A `ModelInfo` as `GET /v1/models/{id}` returns it, every capability key present."""
-    effort = {level: _yes(level in efforts) for level in ("low", "medium", "high", "max")}
+    """A `ModelInfo` as `GET /v1/models/{id}` returns it, every capability key present
+    (`between_tools`: only Claude Sonnet 5.5 has it, models/sonnet-5-5/whats-new)."""
+    levels = ("low", "medium", "high", "xhigh", "max")
+    effort = {level: _yes(level in efforts) for level in levels}
     return {
         "type": "model",
         "id": model_id,
@@ -61,7 +65,7 @@ def model_info(
                 "clear_tool_uses_20250919": _yes(editing),
                 "compact_20260112": _yes(compaction),
             },
-            "effort": {"supported": bool(efforts), **effort, "xhigh": _yes(False)},
+            "effort": {"supported": bool(efforts), **effort},
             "image_input": _yes(True),
             "pdf_input": _yes(True),
             "server_tools": {
@@ -75,8 +79,8 @@ def model_info(
                 "types": {
                     "adaptive": _yes(adaptive),
                     "enabled": _yes(budget),
-                    "disabled": _yes(True),
-                    "between_tools": _yes(adaptive),
+                    "disabled": _yes(disabled),
+                    "between_tools": _yes(between_tools),
                 },
             },
         },
@@ -85,7 +89,8 @@ def model_info(
 
 def default_catalogue() -> dict[str, dict[str, Any]]:
     """Today's shapes: Claude 5 models think adaptively; Haiku 4.5 only with a budget; the
-    Node default is deprecated; an old model is retired."""
+    Node default is deprecated; an old model is retired; the 5.5 models as
+    `current_models` has them."""
     models = [
         model_info("claude-sonnet-5"),
         model_info("claude-opus-5"),
@@ -105,7 +110,9 @@ def default_catalogue() -> dict[str, dict[str, Any]]:
             max_input_tokens=200_000,
         ),
     ]  # fmt: skip
-    return {m["id"]: m for m in models}
+    from tests.fakes.current_models import current_catalogue  # it builds on model_info
+
+    return {**{m["id"]: m for m in models}, **current_catalogue()}
 
 
 def request_problem(info: dict[str, Any], body: dict[str, Any]) -> str | None:

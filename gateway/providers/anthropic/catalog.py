@@ -20,6 +20,7 @@ from typing import Any, Literal
 import anthropic
 
 from gateway.errors import ValidationFailed
+from gateway.providers.anthropic import lineup
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,17 @@ class ModelRecord:
     thinking_adaptive: bool = False
     thinking_budget: bool = False
     thinking_disabled: bool = False
+    thinking_between_tools: bool = False
+    """`thinking: {"type": "between_tools"}`: thinking off, the notes between tool calls
+    still come back (as `thinking` blocks)."""
+    display_updates: bool = False
+    """Takes `thinking.display` "updates" (the notes' text only); from `lineup`."""
+    display_summarized: bool = False
+    """Takes `thinking.display` "summarized" where its default is "omitted"; `lineup`."""
+    binds_thinking: bool = False
+    """Its thinking blocks are bound to the conversation and take `block_binding`."""
+    legacy_successor: str | None = None
+    """Active but legacy: the current model the docs point to."""
     efforts: frozenset[str] = frozenset()
     structured_outputs: bool = False
     citations: bool = False
@@ -64,6 +76,9 @@ class ModelRecord:
             "lifecycle": self.lifecycle,
             "source": self.source,
             "retires_at": self.retires_at,
+            "legacy": self.legacy_successor is not None,
+            "current_model": self.legacy_successor,
+            "note": self.lifecycle_note(),
             "max_tokens": self.max_tokens,
             "max_input_tokens": self.max_input_tokens,
             "thinking": _thinking_forms(self),
@@ -77,10 +92,34 @@ class ModelRecord:
                 {"model": self.id, "lifecycle": "retired", "retired_at": self.deprecated_at},
             )
 
+    def lifecycle_note(self) -> str | None:
+        """What `/health` and the startup log say of a legacy or deprecated model."""
+        retires = f", retires {self.retires_at[:10]}" if self.retires_at else ""
+        if self.lifecycle == "deprecated":
+            return f"{self.id} is deprecated{retires}: set SDK_MODEL to a current model"
+        if self.legacy_successor is not None:
+            return (
+                f"{self.id} is legacy{retires or ' (no retirement date yet)'}: "
+                f"the current model is {self.legacy_successor}"
+            )
+        return None
+
 
 def _thinking_forms(record: ModelRecord) -> list[str]:
     forms = ["adaptive"] if record.thinking_adaptive else []
-    return [*forms, "budget"] if record.thinking_budget else forms
+    forms = [*forms, "budget"] if record.thinking_budget else forms
+    return [*forms, "between_tools"] if record.thinking_between_tools else forms
+
+
+def _from_lineup(model: str) -> dict[str, Any]:
+    """The table's facts of a model (`lineup`), by its id or a dated id's alias."""
+    name = lineup.alias(model)
+    return {
+        "display_updates": name in lineup.DISPLAY_UPDATES,
+        "display_summarized": name in lineup.DISPLAY_SUMMARIZED,
+        "binds_thinking": name in lineup.BINDS,
+        "legacy_successor": lineup.LEGACY.get(name),
+    }
 
 
 def record_from_info(info: Any) -> ModelRecord:
@@ -121,6 +160,7 @@ def record_from_info(info: Any) -> ModelRecord:
         thinking_adaptive=thinking_on and _supported(getattr(types, "adaptive", None)),
         thinking_budget=thinking_on and _supported(getattr(types, "enabled", None)),
         thinking_disabled=_supported(getattr(types, "disabled", None)),
+        thinking_between_tools=_supported(getattr(types, "between_tools", None)),
         efforts=efforts,
         structured_outputs=_supported(getattr(caps, "structured_outputs", None)),
         citations=_supported(getattr(caps, "citations", None)),
@@ -128,6 +168,7 @@ def record_from_info(info: Any) -> ModelRecord:
         context_edits=edits,
         retires_at=_iso(info.retires_at),
         deprecated_at=_iso(info.deprecated_at),
+        **_from_lineup(info.id),
     )
 
 
@@ -190,7 +231,11 @@ class ModelCatalog:
                     model, type(exc).__name__, exc,
                 )  # fmt: skip
             self._retry_at[model] = time.monotonic() + RETRY_UNREADABLE_S
-            record = previous or ModelRecord(id=model)
+            # Nothing optional is sent; but a model that binds its thinking blocks still
+            # does, so a continued session drops them (binding.py).
+            record = previous or ModelRecord(
+                id=model, binds_thinking=_from_lineup(model)["binds_thinking"]
+            )
         else:
             record = record_from_info(info)
             _log_lifecycle(record)
@@ -199,11 +244,9 @@ class ModelCatalog:
 
 
 def _log_lifecycle(record: ModelRecord) -> None:
-    if record.lifecycle == "deprecated":
-        log.warning(
-            "model %s is deprecated (retires %s): set SDK_MODEL to a current model",
-            record.id, record.retires_at or "soon",
-        )  # fmt: skip
+    note = record.lifecycle_note()
+    if note is not None:
+        log.warning("model %s", note)
     elif record.lifecycle == "retired":
         log.error("model %s is retired: every run will be refused", record.id)
     else:

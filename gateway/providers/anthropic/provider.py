@@ -23,7 +23,7 @@ from gateway.providers.anthropic.request import (
     system_blocks,
     with_breakpoint,
 )
-from gateway.providers.anthropic.stream import TurnTranslator
+from gateway.providers.anthropic.stream import TurnTranslator, progress_mode
 from gateway.providers.anthropic.transport import MessagesHTTP, OnPayloads, answer_failure
 from gateway.providers.base import Emit, ModelCall, Turn
 
@@ -49,6 +49,8 @@ class AnthropicProvider:
     async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"AnthropicProvider needs its own turn, got {type(turn).__name__}")
+
+        turn.progress_mode = progress_mode(call.thinking)
 
         def on_payloads(payloads: list[bytes]) -> None:
             batch: list[Event] = []

@@ -26,10 +26,13 @@ from gateway.context import (
 )
 from gateway.errors import ValidationFailed
 from gateway.events import Event
+from gateway.providers.anthropic import lineup
 from gateway.providers.anthropic.catalog import ModelRecord
 from gateway.providers.anthropic.code_execution import CODE_EXECUTION_TOOL, container_param
 
 DEFAULT_THINKING_BUDGET = 8_192
+BETWEEN_TOOLS_EFFORTS = ("low", "medium", "high")
+"""`between_tools` is a 400 at xhigh and max (models/sonnet-5-5/whats-new-sonnet-5-5)."""
 MIN_THINKING_BUDGET = 1_024
 EPHEMERAL = {"type": "ephemeral"}
 # Blocks the API lets carry a breakpoint (thinking blocks may not, server-tool results are
@@ -73,6 +76,10 @@ class CallPlan:
     """Warnings for the client at the run's start (a deprecated model, a skipped option)."""
     container: dict[str, Any] | None = None
     """The first call's `container` (the skills to load); later calls send its id."""
+    betas: tuple[str, ...] = ()
+    """Beta features every call of the run uses (`thinking.display` "updates")."""
+    binds_thinking: bool = False
+    """The model binds thinking blocks to the conversation (`lineup.BINDS`)."""
 
 
 def plan_run(
@@ -98,7 +105,8 @@ def plan_run(
         retires = f" and retires on {record.retires_at[:10]}" if record.retires_at else ""
         message = f"The model {record.id} is deprecated{retires}; ask the operator to move on"
         notices.append(events.warning("model_deprecated", message, 0, model=record.id))
-    thinking_param = _thinking(record, thinking, cap, notices)
+    effort_param = _effort(record, effort, explicit=effort_explicit)
+    thinking_param = _thinking(record, thinking, cap, notices, effort_param)
     if record.source == "defaults" and effort_explicit:
         message = "Effort is not set: the model's capabilities could not be read"
         notices.append(events.warning("effort_skipped", message, 0))
@@ -111,7 +119,7 @@ def plan_run(
         model=record.id,
         max_tokens=cap,
         thinking=thinking_param,
-        effort=_effort(record, effort, explicit=effort_explicit),
+        effort=effort_param,
         output_schema=output_format["schema"] if output_format is not None else None,
         server_tools=_server_tools(record, server_tools, code_execution=code_execution),
         context_window=record.max_input_tokens,
@@ -121,11 +129,13 @@ def plan_run(
         parallel_tools=parallel_tools,
         notices=tuple(notices),
         container=container_param(skills) if code_execution else None,
+        betas=_thinking_betas(thinking_param),
+        binds_thinking=record.binds_thinking,
     )
 
 
 def _thinking_on(thinking: dict[str, Any] | None) -> bool:
-    return thinking is not None and thinking.get("type") != "disabled"
+    return thinking is not None and thinking.get("type") in ("adaptive", "enabled")
 
 
 def _context(record: ModelRecord, choice: ContextChoice, *, thinking: bool) -> ContextPlan | None:
@@ -147,11 +157,40 @@ def _context(record: ModelRecord, choice: ContextChoice, *, thinking: bool) -> C
 
 
 def _thinking(
-    record: ModelRecord, choice: ThinkingChoice, max_tokens: int, notices: list[Event]
+    record: ModelRecord,
+    choice: ThinkingChoice,
+    max_tokens: int,
+    notices: list[Event],
+    effort: str | None = None,
 ) -> dict[str, Any] | None:
     if choice == "off" or choice == 0:
-        # Say "off" only to a model that takes it; otherwise leave the field out.
-        return {"type": "disabled"} if record.thinking and record.thinking_disabled else None
+        return _thinking_off(record, effort)
+    param = _thinking_asked(record, choice, max_tokens, notices)
+    if param is not None and param["type"] == "adaptive" and record.display_summarized:
+        # Reasoning and the notes between tool calls shown (the default is "omitted").
+        return {**param, "display": "summarized"}
+    return param
+
+
+def _thinking_off(record: ModelRecord, effort: str | None) -> dict[str, Any] | None:
+    """Thinking off, with the notes a model writes between tool calls still shown: its
+    `between_tools` form (at the efforts that take it), else display "updates" where
+    thinking is always on, else `disabled` where the model takes it; else nothing."""
+    if record.thinking_between_tools and effort in (None, *BETWEEN_TOOLS_EFFORTS):
+        return {"type": "between_tools"}
+    if record.display_updates and record.thinking_adaptive:
+        return {"type": "adaptive", "display": "updates"}
+    # Say "off" only to a model that takes it; otherwise leave the field out.
+    return {"type": "disabled"} if record.thinking and record.thinking_disabled else None
+
+
+def _thinking_betas(thinking: dict[str, Any] | None) -> tuple[str, ...]:
+    return (lineup.DISPLAY_BETA,) if thinking and thinking.get("display") == "updates" else ()
+
+
+def _thinking_asked(
+    record: ModelRecord, choice: ThinkingChoice, max_tokens: int, notices: list[Event]
+) -> dict[str, Any] | None:
     if record.source == "defaults":
         message = "Thinking is off: the model's capabilities could not be read"
         notices.append(events.warning("thinking_skipped", message, 0))

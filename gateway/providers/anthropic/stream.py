@@ -125,6 +125,20 @@ PACK_AFTER = 32
 """Payloads read between two joins of each open block's newest fragments into one string."""
 
 
+def progress_mode(thinking: dict[str, Any] | None) -> str | None:
+    """How a call's `thinking` parameter returns the notes between tool calls, for
+    `TurnTranslator.progress_mode`: `between_tools` (every thinking block is one),
+    `updates` (the blocks with text are; reasoning comes back empty), `summarized` (text
+    in all: a thinking block after another kind of block in the turn is one), or None (no
+    such notes: every thinking block is reasoning)."""
+    if not thinking:
+        return None
+    if thinking.get("type") == "between_tools":
+        return "between_tools"
+    display = thinking.get("display")
+    return display if display in ("updates", "summarized") else None
+
+
 class TurnTranslator:
     """Turns one model call's raw stream events into gateway events, and keeps what the
     history needs: the assistant content exactly as produced, usage, the stop reason.
@@ -133,8 +147,10 @@ class TurnTranslator:
     event; `finish` raises if the stream ended without `message_stop`.
     """
 
-    def __init__(self, turn: int) -> None:
+    def __init__(self, turn: int, progress: str | None = None) -> None:
         self.turn = turn
+        self.progress_mode = progress
+        """See `progress_mode`; set by the provider from the call's `thinking`."""
         self.reset()
 
     def reset(self) -> None:
@@ -143,6 +159,8 @@ class TurnTranslator:
         self.message_id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
+        self.stop_details: dict[str, Any] | None = None
+        """Why the model stopped, where it says (a refusal's `category`)."""
         self.usage: dict[str, int] = {}
         """The call's tokens as billed: the answering call's, plus compaction's own."""
         self.context_tokens = 0
@@ -150,6 +168,7 @@ class TurnTranslator:
         """The code execution container the API used for this call, if any."""
         self._compaction_usage: dict[str, int] = {}
         self._edits: list[Event] = []
+        """Events that follow the one `feed` returned: context edits, a note's first text."""
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
         self.texts: list[str] = []
@@ -160,6 +179,7 @@ class TurnTranslator:
         self._unpacked = 0  # payloads read since the last join
         self._server_names: dict[str, str] = {}
         self._stopped = False
+        self._quiet: set[int] = set()  # thinking blocks not shown (yet): omitted reasoning
 
     def partial_texts(self) -> list[str]:
         """Text so far, finished blocks and the one still streaming (for an interrupted turn)."""
@@ -262,10 +282,11 @@ class TurnTranslator:
         if kind == "thinking_delta":
             text = delta["thinking"]
             self._parts[index].append(text)
+            if index in self._quiet:
+                return self._note_shown(index, text)
             return events.thinking(text)
         if kind == "signature_delta":
-            self._blocks[index]["signature"] = delta["signature"]
-            return events.thinking_signature(delta["signature"])
+            return self._signature(index, delta["signature"])
         if kind == "compaction_delta":  # kept whole, back to the API verbatim
             if delta.get("content") is not None:
                 self._parts[index].append(delta["content"])
@@ -289,8 +310,35 @@ class TurnTranslator:
             tool = {"id": block["id"], "name": block["name"]}
             return events.tool_call("tool_start", tool, self.turn, **_server_flag(block))
         if kind == "thinking":
-            return events.thinking_start(self.turn)
+            return self._thinking_start(index)
         return None
+
+    def _thinking_start(self, index: int) -> Event | None:
+        mode = self.progress_mode
+        if mode == "updates":  # only the notes have text: a block shows once it has some
+            self._quiet.add(index)
+            return None
+        after_action = mode == "summarized" and any(
+            self._blocks[i].get("type") not in ("thinking", "redacted_thinking")
+            for i in self._blocks
+            if i < index
+        )
+        progress = mode == "between_tools" or after_action
+        return events.thinking_start(self.turn, "progress" if progress else "reasoning")
+
+    def _signature(self, index: int, signature: str) -> Event | None:
+        self._blocks[index]["signature"] = signature
+        if index in self._quiet:  # omitted reasoning: nothing of it is shown
+            return None
+        return events.thinking_signature(signature)
+
+    def _note_shown(self, index: int, text: str) -> Event | None:
+        """A quiet block's first text: it is a note; its start, then the text."""
+        if not text:
+            return None
+        self._quiet.discard(index)
+        self._edits.append(events.thinking(text))
+        return events.thinking_start(self.turn, "progress")
 
     def _stop(self, index: int) -> Event | None:
         block = self._blocks[index]
@@ -309,6 +357,9 @@ class TurnTranslator:
             return events.tool_call("tool_use", tool, self.turn)
         if kind == "thinking":
             block["thinking"] = block.get("thinking", "") + joined
+            if index in self._quiet:  # omitted reasoning: nothing was shown of it
+                self._quiet.discard(index)
+                return None
             return events.thinking_complete(self.turn)
         if kind == "server_tool_use":  # run by the API: back to it verbatim, input included
             block["input"] = self._parse_input(block["id"], joined, block.get("input"))
@@ -354,6 +405,8 @@ class TurnTranslator:
         delta = raw.get("delta") or {}
         if delta.get("stop_reason") is not None:
             self.stop_reason = delta["stop_reason"]
+        if isinstance(delta.get("stop_details"), dict):
+            self.stop_details = delta["stop_details"]
         if delta.get("container") is not None:
             self._take_container(delta["container"])
         self._take_usage(raw.get("usage"))
@@ -403,14 +456,19 @@ class TurnTranslator:
 
     def _take_priced_usage(self, usage: dict[str, Any]) -> None:
         """What the price of the call also depends on, where the API reports it: server
-        searches, 1-hour cache writes, the batch tier (keys of `gateway.pricing`)."""
+        searches, 1-hour cache writes, the batch tier, where inference ran (keys of
+        `gateway.pricing`)."""
         found = {
             pricing.WEB_SEARCH_KEY: (usage.get("server_tool_use") or {}).get("web_search_requests"),
             pricing.CACHE_WRITE_1H_KEY: (usage.get("cache_creation") or {}).get(
                 "ephemeral_1h_input_tokens"
             ),
             pricing.BATCH_KEY: 1 if usage.get("service_tier") == "batch" else None,
+            pricing.FAST_KEY: 1 if usage.get("speed") == "fast" else None,
         }
+        geo = usage.get("inference_geo")
+        if isinstance(geo, str) and geo != "global":
+            found[pricing.geo_key(geo)] = 1
         for key, value in found.items():
             if isinstance(value, int) and value > 0:
                 self.usage[key] = value
