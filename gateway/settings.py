@@ -10,13 +10,15 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gateway.providers.cloud_models import bedrock_model_id, vertex_model_id
 from tools.config import ToolsConfig
 from tools.mcp.config import McpServerConfig, parse_servers
 
 DEFAULT_MODEL = "claude-sonnet-5"
 DEMO_MODEL = "demo"
 SERVER_TOOLS = ("web_search", "web_fetch")
-UpstreamKind = Literal["anthropic", "openai", "demo"]
+UpstreamKind = Literal["anthropic", "openai", "demo", "bedrock", "vertex"]
+CLOUDS = ("bedrock", "vertex")
 
 
 class Settings(BaseSettings):
@@ -41,6 +43,23 @@ class Settings(BaseSettings):
     """The model an `openai` upstream is asked for; it must be set to use one."""
     gateway_fallback_upstreams: Annotated[tuple[UpstreamKind, ...], NoDecode] = ()
     """Upstreams to hand a model call to, in order, when the one before failed it."""
+    aws_region: str | None = Field(
+        None, validation_alias=AliasChoices("aws_region", "aws_default_region")
+    )
+    """The Bedrock runtime's region (credentials: the AWS standard chain)."""
+    gateway_bedrock_model: str | None = None
+    """Bedrock's model id or inference profile; None: SDK_MODEL through the region's profile."""
+    gateway_bedrock_url: str | None = None
+    """Instead of `https://bedrock-runtime.{AWS_REGION}.amazonaws.com` (a private link, tests)."""
+    gateway_vertex_region: str | None = Field(
+        None, validation_alias=AliasChoices("gateway_vertex_region", "cloud_ml_region")
+    )
+    gateway_vertex_project: str | None = Field(
+        None, validation_alias=AliasChoices("gateway_vertex_project", "anthropic_vertex_project_id")
+    )
+    """None: the project of the Application Default Credentials."""
+    gateway_vertex_url: str | None = None
+    """Instead of `https://{region}-aiplatform.googleapis.com/v1` (`global`: no region part)."""
 
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
@@ -234,6 +253,12 @@ class Settings(BaseSettings):
             return DEMO_MODEL
         if upstream == "openai":
             return self.openai_model or ""
+        if upstream == "bedrock":
+            return self.gateway_bedrock_model or bedrock_model_id(
+                self.sdk_model, self.aws_region or ""
+            )
+        if upstream == "vertex":
+            return vertex_model_id(self.sdk_model)
         return self.sdk_model
 
     @property
@@ -246,6 +271,10 @@ class Settings(BaseSettings):
     def _openai_needs_a_model(self) -> Settings:
         if "openai" in self.upstreams and not self.openai_model:
             raise ValueError("an openai upstream needs OPENAI_MODEL")
+        if "bedrock" in self.upstreams and not (self.aws_region or self.gateway_bedrock_url):
+            raise ValueError("a bedrock upstream needs AWS_REGION (or AWS_DEFAULT_REGION)")
+        if "vertex" in self.upstreams and not self.gateway_vertex_region:
+            raise ValueError("a vertex upstream needs CLOUD_ML_REGION (or GATEWAY_VERTEX_REGION)")
         return self
 
     @model_validator(mode="after")

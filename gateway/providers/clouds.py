@@ -1,0 +1,50 @@
+"""The cloud upstreams opened from the settings: the endpoint, the region, the model id and
+the credentials each cloud's standard chain finds (a newcomer sets one variable)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+from gateway.providers.bedrock.credentials import AWSCredentials
+from gateway.providers.bedrock.provider import BedrockProvider
+from gateway.providers.bedrock.provider import endpoint as bedrock_endpoint
+from gateway.providers.vertex.auth import GoogleToken, NoGoogleCredentials, load_default
+from gateway.providers.vertex.provider import VertexProvider
+from gateway.providers.vertex.provider import endpoint as vertex_endpoint
+from gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+async def open_cloud(
+    settings: Settings, kind: Literal["bedrock", "vertex"]
+) -> BedrockProvider | VertexProvider:
+    """Raises `ValueError` for a configuration no call could go out with (no project)."""
+    timeouts = {
+        "connect_timeout": settings.gateway_upstream_connect_timeout_s,
+        "read_timeout": settings.gateway_upstream_timeout_s,
+    }
+    model = settings.model_of(kind)
+    if kind == "bedrock":
+        region = settings.aws_region or "us-east-1"
+        credentials = await AWSCredentials.from_chain()
+        if not credentials.found:
+            log.error("bedrock: the AWS standard chain found no credentials; calls will fail")
+        url = settings.gateway_bedrock_url or bedrock_endpoint(region)
+        return BedrockProvider(url, region, model, credentials, **timeouts)
+    region = settings.gateway_vertex_region or "global"
+    try:
+        google_credentials, adc_project = await asyncio.to_thread(load_default)
+    except NoGoogleCredentials as exc:
+        raise ValueError(exc.message) from None
+    project = settings.gateway_vertex_project or adc_project
+    if not project:
+        raise ValueError(
+            "a vertex upstream needs a project: ANTHROPIC_VERTEX_PROJECT_ID (or "
+            "GATEWAY_VERTEX_PROJECT), or credentials that name one"
+        )
+    url = settings.gateway_vertex_url or vertex_endpoint(region)
+    token = GoogleToken(google_credentials)
+    return VertexProvider(url, region, project, model, token, **timeouts)
