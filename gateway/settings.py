@@ -10,7 +10,12 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from gateway.providers.cloud_models import bedrock_model_id, vertex_model_id
+from gateway.providers.cloud_models import (
+    bedrock_model_id,
+    bedrock_name,
+    vertex_model_id,
+    vertex_name,
+)
 from tools.config import ToolsConfig
 from tools.mcp.config import McpServerConfig, parse_servers
 
@@ -254,11 +259,12 @@ class Settings(BaseSettings):
         if upstream == "openai":
             return self.openai_model or ""
         if upstream == "bedrock":
-            return self.gateway_bedrock_model or bedrock_model_id(
-                self.sdk_model, self.aws_region or ""
+            region = self.aws_region or ""
+            return bedrock_name(
+                self.gateway_bedrock_model or bedrock_model_id(self.sdk_model, region)
             )
         if upstream == "vertex":
-            return vertex_model_id(self.sdk_model)
+            return vertex_name(vertex_model_id(self.sdk_model), self.gateway_vertex_region or "")
         return self.sdk_model
 
     @property

@@ -47,9 +47,14 @@ def client_for(url: URL, connect_timeout: float, read_timeout: float) -> HTTP1Cl
 
 
 async def relay(
-    http: HTTP1Client, url: URL, body: bytes, headers: Mapping[str, str], decoder: Decoder,
-    turn: TurnTranslator, emit: Emit,
-) -> Answer | None:  # fmt: skip
+    http: HTTP1Client,
+    url: URL,
+    body: bytes,
+    headers: Mapping[str, str],
+    decoder: Decoder,
+    turn: TurnTranslator,
+    emit: Emit,
+) -> Answer | None:
     """POST and relay the answer's events; the `Answer` of an error status (for the
     caller to map), None when the stream ended. Raises `UpstreamFailure` for a failure
     in the stream or of the connection; `turn.finish()` is the caller's."""
@@ -106,8 +111,9 @@ def cloud_body(body: dict[str, Any], dropped: Counter[str]) -> dict[str, Any]:
     tools = body.get("tools")
     if tools:
         local = [tool for tool in tools if "input_schema" in tool]
-        dropped["server tools"] += len(tools) - len(local)
-        body["tools"] = local
+        if len(local) < len(tools):
+            dropped["server tools"] += len(tools) - len(local)
+            body["tools"] = local
         if not local:
             del body["tools"], body["tool_choice"]
     messages = []

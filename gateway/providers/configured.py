@@ -61,7 +61,7 @@ async def _open(
     if kind == "bedrock" or kind == "vertex":
         cloud = await open_cloud(settings, kind)
         stack.push_async_callback(cloud.close)
-        return cloud, StaticCatalog(cloud_record(kind, model)), str(cloud.base_url)
+        return cloud, StaticCatalog(cloud_record(model)), str(cloud.base_url)
     if kind == "openai":
         client = create_client(settings.openai_base_url, settings.openai_api_key, timeout)
         stack.push_async_callback(client.close)

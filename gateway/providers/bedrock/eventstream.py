@@ -115,9 +115,14 @@ class EventStreamDecoder:
         self._buffer = data[pos:]
 
     def _frame(
-        self, raw: bytes, data: bytes, view: memoryview, start: int, stop: int,
+        self,
+        raw: bytes,
+        data: bytes,
+        view: memoryview,
+        start: int,
+        stop: int,
         payloads: list[bytes],
-    ) -> None:  # fmt: skip
+    ) -> None:
         headers = parse_headers(raw)
         kind = headers.get(":message-type")
         if kind == "event":
@@ -166,10 +171,13 @@ def _message(body: memoryview) -> str:
 def encode_frame(headers: dict[str, str], payload: bytes) -> bytes:
     """One frame with string headers (the fakes' and the bench's side)."""
     head = b"".join(
-        bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value.encode()))
+        bytes([len(name)])
+        + name.encode()
+        + b"\x07"
+        + struct.pack(">H", len(value.encode()))
         + value.encode()
         for name, value in headers.items()
-    )  # fmt: skip
+    )
     total = 12 + len(head) + len(payload) + 4
     prelude = struct.pack(">II", total, len(head))
     prelude += struct.pack(">I", zlib.crc32(prelude))
@@ -180,6 +188,9 @@ def encode_frame(headers: dict[str, str], payload: bytes) -> bytes:
 def chunk_frame(event_json: bytes) -> bytes:
     """A `chunk` event frame carrying one Messages API event, as Bedrock sends it."""
     payload = b'{"bytes":"' + binascii.b2a_base64(event_json, newline=False) + b'"}'
-    headers = {":event-type": "chunk", ":content-type": "application/json",
-               ":message-type": "event"}  # fmt: skip
+    headers = {
+        ":event-type": "chunk",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
     return encode_frame(headers, payload)

@@ -23,6 +23,7 @@ from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.bedrock.credentials import AWSCredentials
 from gateway.providers.bedrock.eventstream import EventStreamDecoder
 from gateway.providers.bedrock.sigv4 import sign
+from gateway.providers.cloud_models import cloud_id
 from gateway.providers.failures import EXPIRED_TOKEN, aws_answer_failure
 
 # What `anthropic.lib.bedrock` puts in the body (the SDK's `ANTHROPIC_API_VERSION`, 2.14.0).
@@ -41,9 +42,15 @@ class BedrockProvider:
     name = "bedrock"
 
     def __init__(
-        self, base_url: str, region: str, model: str, credentials: AWSCredentials, *,
-        connect_timeout: float, read_timeout: float,
-    ) -> None:  # fmt: skip
+        self,
+        base_url: str,
+        region: str,
+        model: str,
+        credentials: AWSCredentials,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> None:
         self.base_url = URL(base_url.rstrip("/"))
         self.region = region
         self.model = model
@@ -67,7 +74,7 @@ class BedrockProvider:
     async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"BedrockProvider needs its own turn, got {type(turn).__name__}")
-        url = self.url(call.model)
+        url = self.url(cloud_id(call.model))
         data = orjson.dumps(self.body(call, turn.dropped))
         keys = await self.credentials.keys()
         now = datetime.now(UTC)
@@ -83,7 +90,7 @@ class BedrockProvider:
                 self.credentials.expired()  # the retry reads them again
             raise failure
         turn.finish()
-        turn.model = f"bedrock/{call.model}"  # the cloud and its id: prices, metrics, final
+        turn.model = call.model  # the cloud and its id (not the Messages API's name)
 
     async def close(self) -> None:
         await self._http.close()

@@ -40,9 +40,14 @@ def canonical_path(raw_path: str) -> str:
 
 
 def sign(
-    url: URL, body: bytes, headers: Mapping[str, str], keys: Keys, region: str, service: str,
+    url: URL,
+    body: bytes,
+    headers: Mapping[str, str],
+    keys: Keys,
+    region: str,
+    service: str,
     now: datetime,
-) -> dict[str, str]:  # fmt: skip
+) -> dict[str, str]:
     """The headers that sign a POST of `body` to `url` with `headers` (lowercase names, sent
     as they are): `x-amz-date`, `x-amz-security-token` with temporary keys, and
     `authorization`. `now` is UTC."""
@@ -52,11 +57,16 @@ def sign(
         added["x-amz-security-token"] = keys.token
     signed = {"host": url.raw_authority, **headers, **added}
     names = sorted(signed)
-    canonical = "\n".join((
-        "POST", canonical_path(url.raw_path), url.raw_query_string,
-        "".join(f"{name}:{' '.join(signed[name].split())}\n" for name in names),
-        ";".join(names), hashlib.sha256(body).hexdigest(),
-    ))  # fmt: skip
+    canonical = "\n".join(
+        (
+            "POST",
+            canonical_path(url.raw_path),
+            url.raw_query_string,
+            "".join(f"{name}:{' '.join(signed[name].split())}\n" for name in names),
+            ";".join(names),
+            hashlib.sha256(body).hexdigest(),
+        )
+    )
     scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{digest}"

@@ -21,6 +21,7 @@ from gateway.providers.anthropic.provider import messages_body
 from gateway.providers.anthropic.stream import SSEDecoder, TurnTranslator
 from gateway.providers.anthropic.transport import answer_failure
 from gateway.providers.base import Emit, ModelCall, Turn
+from gateway.providers.cloud_models import cloud_id
 from gateway.providers.failures import google_failure
 from gateway.providers.http1 import Answer
 from gateway.providers.vertex.auth import GoogleToken
@@ -44,9 +45,16 @@ class VertexProvider:
     name = "vertex"
 
     def __init__(
-        self, base_url: str, region: str, project: str, model: str, token: GoogleToken, *,
-        connect_timeout: float, read_timeout: float,
-    ) -> None:  # fmt: skip
+        self,
+        base_url: str,
+        region: str,
+        project: str,
+        model: str,
+        token: GoogleToken,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> None:
         self.base_url = URL(base_url.rstrip("/"))
         self.region = region
         self.project = project
@@ -72,20 +80,22 @@ class VertexProvider:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"VertexProvider needs its own turn, got {type(turn).__name__}")
         body = self.body(call, turn.dropped)
-        headers = {"content-type": "application/json",
-                   "authorization": f"Bearer {await self.token.bearer()}"}  # fmt: skip
+        headers = {
+            "content-type": "application/json",
+            "authorization": f"Bearer {await self.token.bearer()}",
+        }
         if call.betas and "context_management" in body:  # the only betas a call has
             headers["anthropic-beta"] = ",".join(call.betas)
         if self.token.quota_project:
             headers["x-goog-user-project"] = self.token.quota_project
-        url = self.url(call.model)
+        url = self.url(cloud_id(call.model))
         answer = await cloud_http.relay(
             self._http, url, orjson.dumps(body), headers, SSEDecoder(), turn, emit
         )
         if answer is not None:
             raise self._failure(answer)
         turn.finish()
-        turn.model = f"vertex/{self.region}/{call.model}"  # prices, metrics, final
+        turn.model = call.model  # the cloud, its region and id (not the Messages API's name)
 
     def _failure(self, answer: Answer) -> UpstreamFailure:
         body = cloud_http.answer_json(answer)

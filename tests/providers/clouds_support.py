@@ -1,0 +1,48 @@
+"""What the cloud tests share: an environment where botocore's standard chain finds only
+what a test puts there, and the gateway's settings for a fake cloud."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+
+AWS_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+)
+
+
+def bare_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No AWS credentials anywhere botocore looks, until the test adds some."""
+    for name in AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def bedrock_settings(server: TestServer, **overrides: Any) -> dict[str, Any]:
+    return {
+        "gateway_upstream": "bedrock",
+        "aws_region": "us-east-1",
+        "gateway_bedrock_url": str(server.make_url("")).rstrip("/"),
+        "sdk_model": "claude-sonnet-5",
+        **overrides,
+    }
+
+
+def phases(events: list[dict[str, Any]], phase: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "tool_call" and e["phase"] == phase]
