@@ -168,3 +168,50 @@ async def test_a_request_the_model_cannot_take_is_refused_as_bedrock_refuses(
     [accepted] = bedrock.accepted
     assert accepted["model_id"] == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     assert accepted["body"]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def test_a_fallback_from_anthropic_to_bedrock_mid_run_threads_the_tool_ids(
+    make_gateway: GatewayFactory,
+    bedrock_server: TestServer,
+    bedrock: FakeBedrock,
+    fake: FakeAnthropic,
+    metrics: Metrics,
+) -> None:
+    settings = bedrock_settings(bedrock_server, gateway_upstream="anthropic", sdk_thinking="on")
+    client = await make_gateway(
+        **settings, gateway_fallback_upstreams="bedrock", gateway_upstream_max_retries=1
+    )
+    fake.add(
+        Reply([Thinking("I should echo."), Text("Checking."), ToolUse("echo", {"text": "1"})]),
+        Reply(status=500, error_type="api_error", headers={"retry-after": "0"}),
+        Reply(status=500, error_type="api_error", headers={"retry-after": "0"}),
+    )
+    bedrock.fake.add(Reply([Thinking("Echo done."), Text("Answered on Bedrock.")]))
+    events = await stream(client, query="x")
+    warnings = [e for e in events if e["type"] == "warning"]
+    assert [w["code"] for w in warnings] == [
+        "upstream_retry",
+        "upstream_fallback",
+        "history_dropped",
+    ]
+    assert warnings[1]["next_upstream"] == "bedrock"
+    # The primary's plan has API-side context management, which Bedrock is not sent.
+    assert warnings[2]["dropped"] == ["context_management"]
+    assert "context_management" not in bedrock.accepted[0]["body"]
+    assert [e["upstream"] for e in events if e["type"] == "turn_complete"] == [
+        "anthropic",
+        "bedrock",
+    ]
+    final = events[-1]
+    assert final["outcome"] == "completed" and final["result"].endswith("Answered on Bedrock.")
+    assert final["model"] == "bedrock/us.anthropic.claude-sonnet-5"
+    [accepted] = bedrock.accepted
+    sent = accepted["body"]["messages"]
+    tool_id = next(e["tool"]["id"] for e in events if e.get("phase") == "tool_use")
+    assert sent[1]["content"][0]["type"] == "thinking"  # the first upstream's, signed
+    assert sent[1]["content"][2]["id"] == sent[2]["content"][0]["tool_use_id"] == tool_id
+    assert not bedrock.refusals and not bedrock.fake.rejected
+    assert (
+        value(metrics, "sdk_upstream_fallbacks_total", upstream="anthropic", code="UNKNOWN_ERROR")
+        == 1
+    )
