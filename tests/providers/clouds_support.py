@@ -46,3 +46,30 @@ def bedrock_settings(server: TestServer, **overrides: Any) -> dict[str, Any]:
 
 def phases(events: list[dict[str, Any]], phase: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "tool_call" and e["phase"] == phase]
+
+
+def bare_google(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No Application Default Credentials but what the test points at (no gcloud config,
+    no metadata server)."""
+    for name in (
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT",
+        "GCLOUD_PROJECT",
+        "CLOUD_ML_REGION",
+        "ANTHROPIC_VERTEX_PROJECT_ID",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "no-gcloud"))
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+
+
+def vertex_settings(server: TestServer, **overrides: Any) -> dict[str, Any]:
+    return {
+        "gateway_upstream": "vertex",
+        "gateway_vertex_region": "us-east5",
+        "gateway_vertex_url": str(server.make_url("/v1")),
+        "sdk_model": "claude-sonnet-5",
+        **overrides,
+    }
