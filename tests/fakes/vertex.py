@@ -123,8 +123,8 @@ class FakeVertex:
         self.issued += 1
         token = f"ya29.fake-{next(_tokens)}"
         self.tokens[token] = time.time() + self.token_lifetime_s
-        body = {"access_token": token, "expires_in": self.token_lifetime_s, "token_type": "Bearer"}
-        return web.json_response(body)
+        issued = {"access_token": token, "token_type": "Bearer"}
+        return web.json_response({**issued, "expires_in": self.token_lifetime_s})
 
     def _assertion_problem(self, assertion: str) -> str | None:
         try:
