@@ -69,6 +69,8 @@ async def test_a_tool_run_with_thinking_and_streamed_tool_input(
     final = events[-1]
     assert final["outcome"] == "completed" and final["result"] == "Checking.\n\nEchoed it."
     assert final["model"] == "bedrock/us.anthropic.claude-sonnet-5"
+    # The us. profile's price: Anthropic's plus 10% (2.2 and 11 USD per million tokens).
+    assert final["total_cost_usd"] == pytest.approx((20 * 2.2 + 14 * 11) / 1e6)
     assert {e["upstream"] for e in events if e["type"] == "turn_complete"} == {"bedrock"}
     first, second = (a["body"] for a in bedrock.accepted)
     assert [a["model_id"] for a in bedrock.accepted] == ["us.anthropic.claude-sonnet-5"] * 2
