@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     aws_region: str | None = Field(
         None, validation_alias=AliasChoices("aws_region", "aws_default_region")
     )
-    """The Bedrock runtime's region (credentials: the AWS standard chain)."""
+    """The Bedrock runtime's region; None: the AWS profile's (credentials: the standard chain)."""
     gateway_bedrock_model: str | None = None
     """Bedrock's model id or inference profile; None: SDK_MODEL through the region's profile."""
     gateway_bedrock_url: str | None = None
@@ -264,7 +264,7 @@ class Settings(BaseSettings):
                 self.gateway_bedrock_model or bedrock_model_id(self.sdk_model, region)
             )
         if upstream == "vertex":
-            return vertex_name(vertex_model_id(self.sdk_model), self.gateway_vertex_region or "")
+            return vertex_name(vertex_model_id(self.sdk_model), self.vertex_region)
         return self.sdk_model
 
     @property
@@ -277,10 +277,6 @@ class Settings(BaseSettings):
     def _openai_needs_a_model(self) -> Settings:
         if "openai" in self.upstreams and not self.openai_model:
             raise ValueError("an openai upstream needs OPENAI_MODEL")
-        if "bedrock" in self.upstreams and not (self.aws_region or self.gateway_bedrock_url):
-            raise ValueError("a bedrock upstream needs AWS_REGION (or AWS_DEFAULT_REGION)")
-        if "vertex" in self.upstreams and not self.gateway_vertex_region:
-            raise ValueError("a vertex upstream needs CLOUD_ML_REGION (or GATEWAY_VERTEX_REGION)")
         return self
 
     @model_validator(mode="after")
@@ -322,6 +318,11 @@ class Settings(BaseSettings):
         if self.search_backend == "anthropic":
             wanted.add("web_search")
         return tuple(name for name in SERVER_TOOLS if name in wanted)
+
+    @property
+    def vertex_region(self) -> str:
+        """`global` unless set: the endpoint every current model is served on."""
+        return self.gateway_vertex_region or "global"
 
     @property
     def upstream_kind(self) -> UpstreamKind:

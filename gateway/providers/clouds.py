@@ -7,6 +7,8 @@ import asyncio
 import logging
 from typing import Literal
 
+import botocore.session
+
 from gateway.providers.bedrock.credentials import AWSCredentials
 from gateway.providers.bedrock.provider import BedrockProvider
 from gateway.providers.bedrock.provider import endpoint as bedrock_endpoint
@@ -16,6 +18,12 @@ from gateway.providers.vertex.provider import endpoint as vertex_endpoint
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+def profile_region() -> str | None:
+    """The region of the AWS profile in use (`~/.aws/config`, `AWS_PROFILE`), as boto3 reads it."""
+    region = botocore.session.Session().get_config_variable("region")
+    return str(region) if region else None
 
 
 async def open_cloud(
@@ -28,13 +36,18 @@ async def open_cloud(
     }
     model = settings.model_of(kind)
     if kind == "bedrock":
-        region = settings.aws_region or "us-east-1"
+        region = settings.aws_region or await asyncio.to_thread(profile_region)
+        if not region:
+            raise ValueError(
+                "a bedrock upstream needs a region: AWS_REGION (or AWS_DEFAULT_REGION), or "
+                "`region` in the AWS profile"
+            )
         credentials = await AWSCredentials.from_chain()
         if not credentials.found:
             log.error("bedrock: the AWS standard chain found no credentials; calls will fail")
         url = settings.gateway_bedrock_url or bedrock_endpoint(region)
         return BedrockProvider(url, region, model, credentials, **timeouts)
-    region = settings.gateway_vertex_region or "global"
+    region = settings.vertex_region
     try:
         google_credentials, adc_project = await asyncio.to_thread(load_default)
     except NoGoogleCredentials as exc:

@@ -10,6 +10,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from pytest_aiohttp import AiohttpServer
 
+from gateway.providers.bedrock.provider import BedrockProvider
 from gateway.providers.configured import open_upstreams
 from gateway.settings import Settings
 from tests.conftest import GatewayFactory
@@ -56,21 +57,33 @@ def test_server_tools_without_the_messages_api_stop_the_start() -> None:
                  anthropic_server_tools="web_search")  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("values", "message"),
-    [
-        ({"gateway_upstream": "bedrock"}, "AWS_REGION"),
-        ({"gateway_upstream": "vertex"}, "CLOUD_ML_REGION"),
-        ({"anthropic_api_key": "k", "gateway_fallback_upstreams": "vertex"}, "CLOUD_ML_REGION"),
-    ],
-)
-def test_a_cloud_without_its_region_stops_the_start(
-    values: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+async def test_bedrock_without_a_region_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "CLOUD_ML_REGION", "GATEWAY_VERTEX_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ValueError, match=message):
-        Settings(_env_file=None, **values)
+    bare_aws(monkeypatch, tmp_path)
+    settings = Settings(_env_file=None, gateway_upstream="bedrock")
+    assert settings.model == "bedrock/global.anthropic.claude-sonnet-5"  # any region has it
+    with pytest.raises(ValueError, match="AWS_REGION"):
+        async with open_upstreams(settings):
+            pass
+
+
+async def test_the_aws_profile_gives_the_region(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A newcomer with AWS set up sets one variable: region and keys come from the profile."""
+    bare_aws(monkeypatch, tmp_path)
+    (tmp_path / "config").write_text("[default]\nregion = eu-west-3\n")
+    (tmp_path / "credentials").write_text(
+        "[default]\naws_access_key_id = AKIAPROFILE\naws_secret_access_key = s\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    async with open_upstreams(Settings(_env_file=None, gateway_upstream="bedrock")) as upstreams:
+        [bedrock] = upstreams.providers
+        assert isinstance(bedrock, BedrockProvider) and bedrock.region == "eu-west-3"
+        assert upstreams.urls["bedrock"] == "https://bedrock-runtime.eu-west-3.amazonaws.com"
+        assert (await bedrock.credentials.keys()).access_key == "AKIAPROFILE"
 
 
 def test_the_contract_names_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,6 +97,8 @@ def test_the_contract_names_read_from_the_environment(monkeypatch: pytest.Monkey
     assert settings.gateway_vertex_project == "acme-research"
     assert settings.model == "vertex/europe-west1/claude-sonnet-5"
     assert settings.model_of("bedrock") == "bedrock/eu.anthropic.claude-sonnet-5"
+    monkeypatch.delenv("CLOUD_ML_REGION")
+    assert Settings(_env_file=None).model == "vertex/global/claude-sonnet-5"
 
 
 async def test_vertex_without_credentials_stops_the_start(

@@ -74,8 +74,8 @@ class AWSCredentials:
 
     def _read(self) -> Keys:
         try:
-            if self._stale:  # the service said they expired: the chain again, from its start
-                self._source = self._resolve()
+            if self._stale or self._source is None:  # expired by the service's word: the
+                self._source = self._resolve()  # chain again, from its start
             self._stale = False
             if self._source is None:
                 raise NoCredentials("none found")

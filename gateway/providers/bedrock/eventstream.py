@@ -24,6 +24,7 @@ from gateway.errors import UpstreamFailure
 from gateway.providers.failures import aws_stream_failure
 
 _PRELUDE = struct.Struct(">III")
+_CRC = struct.Struct(">I")
 _MIN_FRAME = 16
 MAX_FRAME = 24 << 20  # AWS's limit on one message: 24 MiB
 _CHUNK_PREFIX = b'{"bytes":"'
@@ -92,27 +93,41 @@ class EventStreamDecoder:
         data = self._buffer + chunk if self._buffer else chunk
         view = memoryview(data)
         pos, size = 0, len(data)
-        crc32, unpack = zlib.crc32, _PRELUDE.unpack_from
-        while size - pos >= 12:
-            total, head_len, prelude_crc = unpack(data, pos)
-            if crc32(view[pos : pos + 8]) != prelude_crc:
-                raise FrameError("prelude checksum mismatch")
-            if total < _MIN_FRAME + head_len or total > MAX_FRAME:
-                raise FrameError(f"frame length {total} out of range")
-            end = pos + total
-            if end > size:
-                break
-            (message_crc,) = struct.unpack_from(">I", data, end - 4)
-            if crc32(view[pos : end - 4]) != message_crc:
-                raise FrameError("message checksum mismatch")
-            start = pos + 12 + head_len
-            headers = data[pos + 12 : start]
-            if headers == self._chunk_headers:
-                payloads.append(_chunk_json(data, view, start, end - 4))
-            else:
-                self._frame(headers, data, view, start, end - 4, payloads)
-            pos = end
-        self._buffer = data[pos:]
+        crc32, unpack, unpack_crc = zlib.crc32, _PRELUDE.unpack_from, _CRC.unpack_from
+        a2b = binascii.a2b_base64
+        known, append = self._chunk_headers, payloads.append
+        try:
+            while size - pos >= 12:
+                total, head_len, prelude_crc = unpack(data, pos)
+                if crc32(view[pos : pos + 8]) != prelude_crc:
+                    raise FrameError("prelude checksum mismatch")
+                if total < _MIN_FRAME + head_len or total > MAX_FRAME:
+                    raise FrameError(f"frame length {total} out of range")
+                end = pos + total
+                if end > size:
+                    break
+                stop = end - 4
+                if crc32(view[pos:stop]) != unpack_crc(data, stop)[0]:
+                    raise FrameError("message checksum mismatch")
+                start = pos + 12 + head_len
+                # A chunk with the headers of the last one (the same bytes every time): its
+                # base64 decoded in place, no call per event (`_chunk_json` has the rest).
+                if (
+                    head_len == len(known) and data.startswith(known, pos + 12)
+                    and data.startswith(_CHUNK_PREFIX, start)
+                ):  # fmt: skip
+                    quote = data.find(b'"', start + 10, stop)
+                    if quote > 0:
+                        append(a2b(data[start + 10 : quote], strict_mode=True))
+                        pos = end
+                        continue
+                self._frame(data[pos + 12 : start], data, view, start, stop, payloads)
+                known = self._chunk_headers
+                pos = end
+        except binascii.Error as exc:
+            raise FrameError(f"a chunk's bytes are not base64 ({exc})") from exc
+        finally:
+            self._buffer = data[pos:]
 
     def _frame(
         self,
