@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -51,6 +52,7 @@ _AUTH = re.compile(
     r"SignedHeaders=(?P<signed>[^,]+), Signature=(?P<signature>[0-9a-f]{64})$"
 )
 _request_ids = itertools.count(1)
+EVENTSTREAM = "application/vnd.amazon.eventstream"
 MISMATCH = (
     "The request signature we calculated does not match the signature you provided. Check "
     "your AWS Secret Access Key and signing method. Consult the service documentation for "
@@ -87,6 +89,9 @@ class FakeBedrock:
     """In the next stream, the frame at this index goes out with a broken message CRC."""
     exception_at: tuple[int, str] | None = None
     """In the next stream, an exception frame (index, `:exception-type`) instead."""
+    model_server: str | None = None
+    """A Messages API server (the demo model) that answers instead of scripted replies:
+    Bedrock in front of a model that researches, for the playground offline."""
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -133,6 +138,8 @@ class FakeBedrock:
         applied = self.fake.refusal(body, set(json.loads(raw).get("anthropic_beta") or ()))
         if isinstance(applied, tuple):
             return self._refuse(AWSError(400, "ValidationException", applied[2]))
+        if self.model_server is not None:
+            return await self._relay(request, body)
         if not self.fake.replies:
             return self._refuse(AWSError(500, "InternalServerException", "no reply left"))
         reply = self.fake.ready(self.fake.replies.pop(0), applied)
@@ -241,7 +248,7 @@ class FakeBedrock:
     async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={
-                "Content-Type": "application/vnd.amazon.eventstream",
+                "Content-Type": EVENTSTREAM,
                 "x-amzn-RequestId": f"fake-{next(_request_ids):08d}",
                 "X-Amzn-Bedrock-Content-Type": "application/json",
             }
@@ -278,6 +285,20 @@ class FakeBedrock:
             self.fake.disconnects += 1
             self.fake.disconnected.set()
             raise
+        return response
+
+    async def _relay(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """The model server's SSE events, each as Bedrock frames it."""
+        response = web.StreamResponse(headers={"Content-Type": EVENTSTREAM})
+        await response.prepare(request)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{self.model_server}/v1/messages", json=body) as answer,
+        ):
+            async for line in answer.content:
+                if line.startswith(b"data: "):
+                    await response.write(chunk_frame(line[6:].rstrip(b"\r\n")))
+        await response.write_eof()
         return response
 
 

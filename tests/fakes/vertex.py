@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -71,6 +72,8 @@ class FakeVertex:
     accepted: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[tuple[int, str]] = field(default_factory=list)
     token_uri: str = ""
+    model_server: str | None = None
+    """A Messages API server (the demo model) that answers instead of scripted replies."""
 
     def __post_init__(self) -> None:
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -209,6 +212,8 @@ class FakeVertex:
         )
         if isinstance(applied, tuple):
             return anthropic_error(*applied)
+        if self.model_server is not None:
+            return await self._relay(request, body)
         if not fake.replies:
             return google_error(500, "INTERNAL", "fake: no scripted reply left")
         reply = fake.ready(fake.replies.pop(0), applied)
@@ -218,4 +223,17 @@ class FakeVertex:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         await fake._stream(request, response, reply)
+        return response
+
+    async def _relay(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """The model server's SSE, as Vertex passes the model's stream on."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{self.model_server}/v1/messages", json=body) as answer,
+        ):
+            async for chunk in answer.content.iter_any():
+                await response.write(chunk)
+        await response.write_eof()
         return response
