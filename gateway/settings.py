@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from gateway.providers.cloud_models import (
+from gateway.cloud_ids import (
     bedrock_model_id,
     bedrock_name,
     vertex_model_id,

@@ -12,11 +12,11 @@ from anthropic._models import FinalRequestOptions
 from anthropic.lib.bedrock._client import _prepare_options as bedrock_prepare
 from anthropic.lib.vertex._client import _prepare_options as vertex_prepare
 
+from gateway.cloud_ids import cloud_id
 from gateway.providers.anthropic.provider import messages_body
 from gateway.providers.base import ModelCall
 from gateway.providers.bedrock.credentials import AWSCredentials
 from gateway.providers.bedrock.provider import BedrockProvider
-from gateway.providers.cloud_models import cloud_id
 from gateway.providers.vertex.auth import GoogleToken
 from gateway.providers.vertex.provider import VertexProvider, endpoint
 

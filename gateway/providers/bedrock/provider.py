@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from yarl import URL
 
+from gateway.cloud_ids import cloud_id
 from gateway.providers import cloud_http
 from gateway.providers.anthropic.provider import messages_body
 from gateway.providers.anthropic.stream import TurnTranslator
@@ -23,7 +24,6 @@ from gateway.providers.base import Emit, ModelCall, Turn
 from gateway.providers.bedrock.credentials import AWSCredentials
 from gateway.providers.bedrock.eventstream import EventStreamDecoder
 from gateway.providers.bedrock.sigv4 import sign
-from gateway.providers.cloud_models import cloud_id
 from gateway.providers.failures import EXPIRED_TOKEN, aws_answer_failure
 
 # What `anthropic.lib.bedrock` puts in the body (the SDK's `ANTHROPIC_API_VERSION`, 2.14.0).

@@ -15,13 +15,13 @@ from typing import Any
 import orjson
 from yarl import URL
 
+from gateway.cloud_ids import cloud_id
 from gateway.errors import UpstreamFailure
 from gateway.providers import cloud_http
 from gateway.providers.anthropic.provider import messages_body
 from gateway.providers.anthropic.stream import SSEDecoder, TurnTranslator
 from gateway.providers.anthropic.transport import answer_failure
 from gateway.providers.base import Emit, ModelCall, Turn
-from gateway.providers.cloud_models import cloud_id
 from gateway.providers.failures import google_failure
 from gateway.providers.http1 import Answer
 from gateway.providers.vertex.auth import GoogleToken
