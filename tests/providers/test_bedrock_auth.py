@@ -22,8 +22,11 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.fakes.bedrock import MISMATCH, FakeBedrock
 from tests.providers.clouds_support import bare_aws, bedrock_settings
 
-BODY = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100,
-        "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+BODY = {
+    "anthropic_version": "bedrock-2023-05-31",
+    "max_tokens": 100,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 TEMPORARY = Keys("ASIATESTKEY", "test/secret", "test-session-token")
 
 

@@ -80,8 +80,10 @@ def test_an_exception_frame_is_the_mapped_failure() -> None:
 
 
 def test_an_error_frame_is_a_failure() -> None:
-    frame = encode_frame({":message-type": "error", ":error-code": "InternalFailure",
-                          ":error-message": "try later"}, b"")  # fmt: skip
+    frame = encode_frame(
+        {":message-type": "error", ":error-code": "InternalFailure", ":error-message": "try later"},
+        b"",
+    )
     decoder = EventStreamDecoder()
     assert decoder.feed(frame) == []
     assert decoder.failure is not None and decoder.failure.message == "try later"
@@ -89,8 +91,11 @@ def test_an_error_frame_is_a_failure() -> None:
 
 def test_a_chunk_in_another_json_layout_and_one_without_bytes() -> None:
     event = b'{"type":"ping"}'
-    headers = {":event-type": "chunk", ":content-type": "application/json",
-               ":message-type": "event"}  # fmt: skip
+    headers = {
+        ":event-type": "chunk",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
     spaced = encode_frame(headers, b'{ "p": "abc", "bytes": "eyJ0eXBlIjoicGluZyJ9" }')
     assert EventStreamDecoder().feed(spaced) == [event]
     decoder = EventStreamDecoder()
@@ -100,15 +105,32 @@ def test_a_chunk_in_another_json_layout_and_one_without_bytes() -> None:
 
 def test_headers_of_every_type() -> None:
     raw = (
-        b"\x01a\x00" + b"\x01b\x01" + b"\x01c\x02\x05" + b"\x01d\x03\x00\x07"
-        + b"\x01e\x04\x00\x00\x00\x09" + b"\x01f\x05" + (11).to_bytes(8, "big")
-        + b"\x01g\x06\x00\x02ab" + b"\x01h\x07\x00\x02hi" + b"\x01i\x08" + (1).to_bytes(8, "big")
-        + b"\x01j\x09" + bytes(16)
-    )  # fmt: skip
+        b"\x01a\x00"
+        + b"\x01b\x01"
+        + b"\x01c\x02\x05"
+        + b"\x01d\x03\x00\x07"
+        + b"\x01e\x04\x00\x00\x00\x09"
+        + b"\x01f\x05"
+        + (11).to_bytes(8, "big")
+        + b"\x01g\x06\x00\x02ab"
+        + b"\x01h\x07\x00\x02hi"
+        + b"\x01i\x08"
+        + (1).to_bytes(8, "big")
+        + b"\x01j\x09"
+        + bytes(16)
+    )
     assert parse_headers(raw) == {
-        "a": True, "b": False, "c": 5, "d": 7, "e": 9, "f": 11, "g": b"ab", "h": "hi",
-        "i": 1, "j": 0,
-    }  # fmt: skip
+        "a": True,
+        "b": False,
+        "c": 5,
+        "d": 7,
+        "e": 9,
+        "f": 11,
+        "g": b"ab",
+        "h": "hi",
+        "i": 1,
+        "j": 0,
+    }
     with pytest.raises(FrameError):
         parse_headers(b"\x01a\x0e")
 
@@ -133,8 +155,11 @@ def test_aws_exceptions(kind: str, status: int | None, code: str, retryable: boo
 
 
 def test_an_aws_answer_reads_its_type_header_body_and_request_id() -> None:
-    headers = {"x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/coral/x",
-               "x-amzn-requestid": "req-1", "retry-after": "2"}  # fmt: skip
+    headers = {
+        "x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/coral/x",
+        "x-amzn-requestid": "req-1",
+        "retry-after": "2",
+    }
     failure = aws_answer_failure(429, {"message": "Too many requests"}, headers)
     assert failure.code == "RATE_LIMIT_ERROR" and failure.message == "Too many requests"
     assert failure.retry_after_s == 2.0 and failure.details["upstream_request_id"] == "req-1"

@@ -30,11 +30,14 @@ async def bedrock_server(
     ("path", "body", "field"),
     [
         ("/api/stream", {"query": "x", "code_execution": True}, "code_execution"),
-        ("/api/research", {"query": "x", "skills": ["pdf"], "code_execution": True},
-         "code_execution"),
+        (
+            "/api/research",
+            {"query": "x", "skills": ["pdf"], "code_execution": True},
+            "code_execution",
+        ),
         ("/api/batches", {"requests": [{"query": "x"}]}, None),
     ],
-)  # fmt: skip
+)
 async def test_what_bedrock_lacks_is_a_400_naming_it(
     make_gateway: GatewayFactory,
     bedrock_server: TestServer,
@@ -53,8 +56,12 @@ async def test_what_bedrock_lacks_is_a_400_naming_it(
 
 def test_server_tools_without_the_messages_api_stop_the_start() -> None:
     with pytest.raises(ValueError, match="ANTHROPIC_SERVER_TOOLS=web_search"):
-        Settings(_env_file=None, gateway_upstream="bedrock", aws_region="us-east-1",
-                 anthropic_server_tools="web_search")  # fmt: skip
+        Settings(
+            _env_file=None,
+            gateway_upstream="bedrock",
+            aws_region="us-east-1",
+            anthropic_server_tools="web_search",
+        )
 
 
 async def test_bedrock_without_a_region_stops_the_start(

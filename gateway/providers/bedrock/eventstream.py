@@ -113,9 +113,10 @@ class EventStreamDecoder:
                 # A chunk with the headers of the last one (the same bytes every time): its
                 # base64 decoded in place, no call per event (`_chunk_json` has the rest).
                 if (
-                    head_len == len(known) and data.startswith(known, pos + 12)
+                    head_len == len(known)
+                    and data.startswith(known, pos + 12)
                     and data.startswith(_CHUNK_PREFIX, start)
-                ):  # fmt: skip
+                ):
                     quote = data.find(b'"', start + 10, stop)
                     if quote > 0:
                         append(a2b(data[start + 10 : quote], strict_mode=True))
