@@ -217,3 +217,13 @@ async def test_a_fallback_from_anthropic_to_bedrock_mid_run_threads_the_tool_ids
         value(metrics, "sdk_upstream_fallbacks_total", upstream="anthropic", code="UNKNOWN_ERROR")
         == 1
     )
+
+
+async def test_a_connection_cut_before_any_output_is_retried(
+    on_bedrock: Client, bedrock: FakeBedrock
+) -> None:
+    bedrock.fake.add(Reply([Text("Lost.")], cut_after=2), Reply([Text("Whole.")]))
+    events = await stream(on_bedrock, query="x")
+    [retry] = [e for e in events if e["type"] == "warning"]
+    assert retry["error_code"] == "NETWORK_ERROR"
+    assert events[-1]["outcome"] == "completed" and events[-1]["result"] == "Whole."

@@ -180,3 +180,34 @@ async def test_the_global_region_and_a_dated_model(
     assert vertex.accepted[0]["path"].endswith(
         "/locations/global/publishers/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict"
     )
+
+
+async def test_a_fallback_from_anthropic_to_vertex_and_its_regional_price(
+    make_gateway: GatewayFactory,
+    vertex_server: TestServer,
+    vertex: FakeVertex,
+    fake: FakeAnthropic,
+) -> None:
+    settings = vertex_settings(vertex_server, gateway_upstream="anthropic")
+    client = await make_gateway(
+        **settings, gateway_fallback_upstreams="vertex", gateway_upstream_max_retries=0
+    )
+    fake.add(
+        Reply([ToolUse("echo", {"text": "1"})]),
+        Reply(status=529, error_type="overloaded_error"),
+    )
+    vertex.fake.add(Reply([Text("Answered on Vertex.")], input_tokens=1000, output_tokens=100))
+    events = await stream(client, query="x")
+    final = events[-1]
+    assert final["outcome"] == "completed" and final["model"] == "vertex/us-east5/claude-sonnet-5"
+    assert [e["upstream"] for e in events if e["type"] == "turn_complete"] == [
+        "anthropic",
+        "vertex",
+    ]
+    [accepted] = vertex.accepted
+    tool_id = next(e["tool"]["id"] for e in events if e.get("phase") == "tool_use")
+    assert accepted["body"]["messages"][2]["content"][0]["tool_use_id"] == tool_id
+    # The first call at Anthropic's price, the second at us-east5's: 10 % more.
+    anthropic_cost = (10 * 2.0 + 5 * 10.0) / 1e6
+    vertex_cost = (1000 * 2.2 + 100 * 11.0) / 1e6
+    assert final["total_cost_usd"] == pytest.approx(anthropic_cost + vertex_cost)
