@@ -54,6 +54,9 @@ def test_bedrock_as_anthropic_bedrock() -> None:
     url, body = sdk(bedrock_prepare, cloud_id(name), custom_headers={})
     assert provider.url(cloud_id(name)).raw_path == url
     assert provider.body(call, Counter()) == body
+    arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-5"
+    url, _ = sdk(bedrock_prepare, arn, custom_headers={})
+    assert provider.url(arn).raw_path == url  # the ARN's `/` encoded
 
 
 def test_vertex_as_anthropic_vertex() -> None:

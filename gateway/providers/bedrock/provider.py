@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from yarl import URL
@@ -61,7 +62,9 @@ class BedrockProvider:
         return TurnTranslator(turn)
 
     def url(self, model: str) -> URL:
-        return self.base_url / "model" / model / "invoke-with-response-stream"
+        """The model id encoded as the SDK encodes it (an ARN's `/` too, `:` as it is)."""
+        path = f"/model/{quote(model, safe=':;')}/invoke-with-response-stream"
+        return URL(str(self.base_url) + path, encoded=True)
 
     def body(self, call: ModelCall, dropped: Counter[str]) -> dict[str, Any]:
         body = cloud_http.cloud_body(messages_body(call), dropped)
