@@ -20,7 +20,7 @@ from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.anthropic.stream import TurnTranslator
 from gateway.providers.base import Emit
-from gateway.providers.http1 import Answer, HTTP1Client
+from gateway.providers.http1 import Answer, HTTP1Client, InvalidHeader
 
 
 class Decoder(Protocol):
@@ -83,6 +83,8 @@ async def relay(
     except OSError as exc:
         message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
         raise UpstreamFailure("NETWORK_ERROR", message, retryable=True) from exc
+    except InvalidHeader as exc:  # a credential read with a newline in it
+        raise UpstreamFailure("AUTHENTICATION_ERROR", f"Not sent: {exc}") from exc
 
 
 def answer_json(answer: Answer) -> object:

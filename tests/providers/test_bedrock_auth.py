@@ -201,3 +201,19 @@ async def test_no_credentials_anywhere_is_an_authentication_error(
     assert events[-1]["type"] == "error"
     error = events[-1]["error"]
     assert error["code"] == "AUTHENTICATION_ERROR" and "AWS standard chain" in error["message"]
+
+
+async def test_a_session_token_with_a_newline_is_not_sent(
+    make_gateway: GatewayFactory,
+    server: TestServer,
+    bedrock: FakeBedrock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEMPORARY.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEMPORARY.secret_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "test-session-token\r\nX-Injected: 1")
+    client = await make_gateway(**bedrock_settings(server))
+    events = await stream(client, query="x")
+    error = events[-1]["error"]
+    assert error["code"] == "AUTHENTICATION_ERROR" and "x-amz-security-token" in error["message"]
+    assert bedrock.accepted == [] and bedrock.refusals == []
