@@ -10,12 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from gateway.cloud_ids import (
-    bedrock_model_id,
-    bedrock_name,
-    vertex_model_id,
-    vertex_name,
-)
+from gateway.cloud_ids import bedrock_model_id, bedrock_name, vertex_model_id, vertex_name
 from tools.config import ToolsConfig
 from tools.mcp.config import McpServerConfig, parse_servers
 
@@ -23,7 +18,6 @@ DEFAULT_MODEL = "claude-sonnet-5"
 DEMO_MODEL = "demo"
 SERVER_TOOLS = ("web_search", "web_fetch")
 UpstreamKind = Literal["anthropic", "openai", "demo", "bedrock", "vertex"]
-CLOUDS = ("bedrock", "vertex")
 
 
 class Settings(BaseSettings):

@@ -25,10 +25,8 @@ def test_an_http_status_decides_over_the_error_type() -> None:
     body = {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}
     failure = failure_from_error_object(body, 429)
     assert (failure.code, failure.retryable, failure.message) == (
-        "RATE_LIMIT_ERROR",
-        True,
-        "Rate limit reached",
-    )
+        "RATE_LIMIT_ERROR", True, "Rate limit reached"
+    )  # fmt: skip
     assert failure.details == {
         "upstream_type": "requests",
         "upstream_code": "rate_limit_exceeded",
@@ -52,10 +50,7 @@ def test_error_objects_without_a_status(error: object, code: str, retryable: boo
 
 
 def test_an_exhausted_quota_is_not_worth_a_retry() -> None:
-    body = {
-        "message": "You exceeded your current quota",
-        "type": "insufficient_quota",
-        "code": "insufficient_quota",
-    }
+    body = {"message": "You exceeded your current quota", "type": "insufficient_quota",
+            "code": "insufficient_quota"}  # fmt: skip
     failure = failure_from_error_object(body, 429)
     assert (failure.code, failure.retryable) == ("RATE_LIMIT_ERROR", False)

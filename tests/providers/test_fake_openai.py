@@ -66,13 +66,9 @@ async def test_status_error_reaches_the_sdk_with_body_and_retry_after(
     fake_openai: FakeOpenAI, openai_client: openai.AsyncOpenAI
 ) -> None:
     fake_openai.add(
-        Reply(
-            status=429,
-            error_type="requests",
-            error_code="rate_limit_exceeded",
-            headers={"retry-after-ms": "1500"},
-        )
-    )
+        Reply(status=429, error_type="requests", error_code="rate_limit_exceeded",
+              headers={"retry-after-ms": "1500"})
+    )  # fmt: skip
     with pytest.raises(openai.RateLimitError) as caught:
         await openai_client.chat.completions.create(model="m", messages=HELLO, stream=True)
     assert caught.value.code == "rate_limit_exceeded"
@@ -82,41 +78,19 @@ async def test_status_error_reaches_the_sdk_with_body_and_retry_after(
 @pytest.mark.parametrize(
     ("messages", "fragment"),
     [
-        (
-            [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {}}]}],
-            "'cache_control' was unexpected",
-        ),
-        (
-            [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}],
-            "Invalid value: 'tool_result'",
-        ),
-        (
-            [
-                {"role": "user", "content": "q"},
-                {"role": "tool", "tool_call_id": "c", "content": "r"},
-            ],
-            "must be a response to a preceeding message",
-        ),
-        (
-            [
-                {"role": "user", "content": "q"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "f", "arguments": "{}"},
-                        }
-                    ],
-                },
-                {"role": "user", "content": "next"},
-            ],
-            "did not have response messages: c1",
-        ),
+        ([{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {}}]}],
+         "'cache_control' was unexpected"),
+        ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}],
+         "Invalid value: 'tool_result'"),
+        ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": "r"}],
+         "must be a response to a preceeding message"),
+        ([{"role": "user", "content": "q"},
+          {"role": "assistant", "content": None, "tool_calls": [
+              {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+          {"role": "user", "content": "next"}],
+         "did not have response messages: c1"),
     ],
-)
+)  # fmt: skip
 async def test_invalid_history_is_refused_like_the_real_api(
     fake_openai: FakeOpenAI, openai_client: openai.AsyncOpenAI, messages: Any, fragment: str
 ) -> None:
@@ -142,13 +116,11 @@ async def test_anthropic_top_level_fields_are_refused(
     ("change", "param"),
     [
         ({"tools": [{**TOOLS[0], "function": {**TOOLS[0]["function"], "x": 1}}]}, "tools[0]"),
-        (
-            {"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "z": 1}]}]},
-            "messages[0].content[0]",
-        ),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "z": 1}]}]},
+         "messages[0].content[0]"),
         ({"max_completion_tokens": "10"}, "max_completion_tokens"),
     ],
-)
+)  # fmt: skip
 def test_the_fake_holds_bodies_to_the_sdks_request_type(change: dict[str, Any], param: str) -> None:
     good = {"model": "gpt-test", "messages": HELLO, "stream": True, "tools": TOOLS}
     validate({**good, "max_completion_tokens": 10})

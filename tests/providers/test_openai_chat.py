@@ -53,44 +53,27 @@ def body_of(model_call: ModelCall) -> dict[str, Any]:
 def test_a_tool_round_puts_the_calls_before_their_answers() -> None:
     text = {"type": "text", "text": "Let me look.", "cache_control": {"type": "ephemeral"}}
     body = body_of(
-        call(
-            [
-                {"role": "user", "content": "Apple revenue?"},
-                {"role": "assistant", "content": [text, use("toolu_1", "AAPL")]},
-                {"role": "user", "content": [result("toolu_1", "391B")]},
-                {"role": "assistant", "content": [{"type": "text", "text": "It was $391B."}]},
-                {"role": "user", "content": "And Microsoft?"},
-            ]
-        )
-    )
+        call([
+            {"role": "user", "content": "Apple revenue?"},
+            {"role": "assistant", "content": [text, use("toolu_1", "AAPL")]},
+            {"role": "user", "content": [result("toolu_1", "391B")]},
+            {"role": "assistant", "content": [{"type": "text", "text": "It was $391B."}]},
+            {"role": "user", "content": "And Microsoft?"},
+        ])
+    )  # fmt: skip
     assert body["messages"] == [
         {"role": "system", "content": "You are a test."},
         {"role": "user", "content": "Apple revenue?"},
-        {
-            "role": "assistant",
-            "content": "Let me look.",
-            "tool_calls": [
-                {
-                    "id": "toolu_1",
-                    "type": "function",
-                    "function": {"name": "lookup", "arguments": '{"q":"AAPL"}'},
-                }
-            ],
-        },
+        {"role": "assistant", "content": "Let me look.", "tool_calls": [
+            {"id": "toolu_1", "type": "function",
+             "function": {"name": "lookup", "arguments": '{"q":"AAPL"}'}}]},
         {"role": "tool", "tool_call_id": "toolu_1", "content": "391B"},
         {"role": "assistant", "content": "It was $391B."},
         {"role": "user", "content": "And Microsoft?"},
-    ]
-    assert body["tools"] == [
-        {
-            "type": "function",
-            "function": {
-                "name": "lookup",
-                "description": "Look a company up.",
-                "parameters": TOOL["input_schema"],
-            },
-        }
-    ]
+    ]  # fmt: skip
+    assert body["tools"] == [{"type": "function", "function": {
+        "name": "lookup", "description": "Look a company up.",
+        "parameters": TOOL["input_schema"]}}]  # fmt: skip
     assert body["tool_choice"] == "auto"
     assert body["max_completion_tokens"] == 1000
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -107,22 +90,18 @@ def test_parallel_calls_errors_and_trailing_text() -> None:
         {"type": "text", "text": "Be brief."},
     ]
     body = body_of(
-        call(
-            [
-                {"role": "user", "content": "Compare."},
-                {"role": "assistant", "content": [use(i, i[-1]) for i in ids]},
-                {"role": "user", "content": answers},
-            ]
-        )
-    )
+        call([
+            {"role": "user", "content": "Compare."},
+            {"role": "assistant", "content": [use(i, i[-1]) for i in ids]},
+            {"role": "user", "content": answers},
+        ])
+    )  # fmt: skip
     assistant, *rest = body["messages"][2:]
     assert assistant["content"] is None
     assert [c["id"] for c in assistant["tool_calls"]] == ids
     assert [json.loads(c["function"]["arguments"]) for c in assistant["tool_calls"]] == [
-        {"q": "a"},
-        {"q": "b"},
-        {"q": "c"},
-    ]
+        {"q": "a"}, {"q": "b"}, {"q": "c"}
+    ]  # fmt: skip
     assert rest == [
         {"role": "tool", "tool_call_id": "toolu_a", "content": "plain"},
         {"role": "tool", "tool_call_id": "toolu_b", "content": "one\n\ntwo"},
@@ -134,29 +113,19 @@ def test_parallel_calls_errors_and_trailing_text() -> None:
 def test_thinking_and_server_tool_blocks_are_dropped_and_counted() -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     redacted = {"type": "redacted_thinking", "data": "xxx"}
-    server_use = {
-        "type": "server_tool_use",
-        "id": "srvtoolu_1",
-        "name": "web_search",
-        "input": {"query": "x"},
-    }
-    server_result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    server_use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                  "input": {"query": "x"}}  # fmt: skip
+    server_result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                     "content": []}  # fmt: skip
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Q"},
         {"role": "assistant", "content": [thinking, redacted]},
         {"role": "user", "content": "Go on."},
-        {
-            "role": "assistant",
-            "content": [
-                thinking,
-                server_use,
-                server_result,
-                {"type": "text", "text": "Found."},
-                use("toolu_1", "x"),
-            ],
-        },
+        {"role": "assistant", "content": [
+            thinking, server_use, server_result, {"type": "text", "text": "Found."},
+            use("toolu_1", "x")]},
         {"role": "user", "content": [result("toolu_1", "r")]},
-    ]
+    ]  # fmt: skip
     server_tool = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     body, dropped = chat_body(call(messages, tools=[TOOL, server_tool]))
     validate(body)

@@ -99,10 +99,8 @@ async def test_429_is_a_retryable_rate_limit_with_its_wait(
     fake_openai.add(Reply(status=429, error_code="rate_limit_exceeded", headers=headers))
     failure = await failure_of(provider, model_call(QUESTION))
     assert (failure.code, failure.retryable, failure.retry_after_s) == (
-        "RATE_LIMIT_ERROR",
-        True,
-        wait,
-    )
+        "RATE_LIMIT_ERROR", True, wait
+    )  # fmt: skip
     assert failure.details["upstream_status"] == 429
 
 

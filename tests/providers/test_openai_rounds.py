@@ -46,12 +46,8 @@ async def run_rounds(provider: Provider, max_turns: int) -> tuple[list[dict[str,
 
 def _result(use: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
     if use["id"] in errors:
-        return {
-            "type": "tool_result",
-            "tool_use_id": use["id"],
-            "content": errors[use["id"]],
-            "is_error": True,
-        }
+        return {"type": "tool_result", "tool_use_id": use["id"], "content": errors[use["id"]],
+                "is_error": True}  # fmt: skip
     content = f"{use['input']['q']}: revenue up"
     return {"type": "tool_result", "tool_use_id": use["id"], "content": content}
 
@@ -61,28 +57,19 @@ async def test_three_tool_rounds_then_an_answer(
 ) -> None:
     fake_openai.add(
         Reply(text="First Apple.", calls=[Call("lookup", {"q": "AAPL"}, fragment=2)]),
-        Reply(
-            calls=[Call("lookup", {"q": "MSFT"}), Call("lookup", {"q": "NVDA"})], interleave=True
-        ),
+        Reply(calls=[Call("lookup", {"q": "MSFT"}), Call("lookup", {"q": "NVDA"})],
+              interleave=True),
         Reply(calls=[Call("lookup", raw_arguments='{"q": "GOO')]),
         Reply(text="Apple, Microsoft and Nvidia all grew."),
-    )
+    )  # fmt: skip
     relayed, history = await run_rounds(provider, max_turns=5)
 
     assert fake_openai.rejected == []
     assert len(fake_openai.requests) == 4
     last = fake_openai.requests[-1]["messages"]
     assert [m["role"] for m in last] == [
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "tool",
-        "tool",
-        "assistant",
-        "tool",
-    ]
+        "system", "user", "assistant", "tool", "assistant", "tool", "tool", "assistant", "tool"
+    ]  # fmt: skip
     asked = [c["id"] for m in last if m["role"] == "assistant" for c in m["tool_calls"]]
     answered = [m["tool_call_id"] for m in last if m["role"] == "tool"]
     issued = [e["tool"]["id"] for e in relayed if e.get("phase") == "tool_start"]
