@@ -211,3 +211,12 @@ async def test_a_fallback_from_anthropic_to_vertex_and_its_regional_price(
     anthropic_cost = (10 * 2.0 + 5 * 10.0) / 1e6
     vertex_cost = (1000 * 2.2 + 100 * 11.0) / 1e6
     assert final["total_cost_usd"] == pytest.approx(anthropic_cost + vertex_cost)
+
+
+async def test_an_error_event_mid_stream_ends_the_run(
+    on_vertex: Client, vertex: FakeVertex
+) -> None:
+    vertex.fake.add(Reply([Text("Half an answer that goes on")], error_after=5))
+    events = await stream(on_vertex, query="x")
+    assert "delta" in types(events) and events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "OVERLOADED_ERROR"
