@@ -10,13 +10,14 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gateway.cloud_ids import bedrock_model_id, bedrock_name, vertex_model_id, vertex_name
 from tools.config import ToolsConfig
 from tools.mcp.config import McpServerConfig, parse_servers
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEMO_MODEL = "demo"
 SERVER_TOOLS = ("web_search", "web_fetch")
-UpstreamKind = Literal["anthropic", "openai", "demo"]
+UpstreamKind = Literal["anthropic", "openai", "demo", "bedrock", "vertex"]
 
 
 class Settings(BaseSettings):
@@ -41,6 +42,23 @@ class Settings(BaseSettings):
     """The model an `openai` upstream is asked for; it must be set to use one."""
     gateway_fallback_upstreams: Annotated[tuple[UpstreamKind, ...], NoDecode] = ()
     """Upstreams to hand a model call to, in order, when the one before failed it."""
+    aws_region: str | None = Field(
+        None, validation_alias=AliasChoices("aws_region", "aws_default_region")
+    )
+    """The Bedrock runtime's region; None: the AWS profile's (credentials: the standard chain)."""
+    gateway_bedrock_model: str | None = None
+    """Bedrock's model id or inference profile; None: SDK_MODEL through the region's profile."""
+    gateway_bedrock_url: str | None = None
+    """Instead of `https://bedrock-runtime.{AWS_REGION}.amazonaws.com` (a private link, tests)."""
+    gateway_vertex_region: str | None = Field(
+        None, validation_alias=AliasChoices("gateway_vertex_region", "cloud_ml_region")
+    )
+    gateway_vertex_project: str | None = Field(
+        None, validation_alias=AliasChoices("gateway_vertex_project", "anthropic_vertex_project_id")
+    )
+    """None: the project of the Application Default Credentials."""
+    gateway_vertex_url: str | None = None
+    """Instead of `https://{region}-aiplatform.googleapis.com/v1` (`global`: no region part)."""
 
     sdk_model: str = DEFAULT_MODEL
     sdk_max_tokens: int = Field(64_000, ge=1)
@@ -240,6 +258,13 @@ class Settings(BaseSettings):
             return DEMO_MODEL
         if upstream == "openai":
             return self.openai_model or ""
+        if upstream == "bedrock":
+            region = self.aws_region or ""
+            return bedrock_name(
+                self.gateway_bedrock_model or bedrock_model_id(self.sdk_model, region)
+            )
+        if upstream == "vertex":
+            return vertex_name(vertex_model_id(self.sdk_model), self.vertex_region)
         return self.sdk_model
 
     @property
@@ -293,6 +318,11 @@ class Settings(BaseSettings):
         if self.search_backend == "anthropic":
             wanted.add("web_search")
         return tuple(name for name in SERVER_TOOLS if name in wanted)
+
+    @property
+    def vertex_region(self) -> str:
+        """`global` unless set: the endpoint every current model is served on."""
+        return self.gateway_vertex_region or "global"
 
     @property
     def upstream_kind(self) -> UpstreamKind:

@@ -3,7 +3,12 @@
 import { h, plural } from './dom.js';
 import { $, log, state } from './page.js';
 
-const UPSTREAM_NOTES = { demo: 'offline demo model, rule-based', anthropic: 'Anthropic Messages API' };
+const UPSTREAM_NOTES = {
+  demo: 'offline demo model, rule-based',
+  anthropic: 'Anthropic Messages API',
+  bedrock: 'Claude on Amazon Bedrock',
+  vertex: 'Claude on Google Cloud Vertex AI',
+};
 
 // ------------------------------------------------------------------ health
 

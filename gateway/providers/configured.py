@@ -15,6 +15,8 @@ from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, Stati
 from gateway.providers.anthropic.files import FilesAPI
 from gateway.providers.anthropic.provider import AnthropicProvider
 from gateway.providers.base import Provider
+from gateway.providers.cloud_models import cloud_record
+from gateway.providers.clouds import open_cloud
 from gateway.providers.health import UpstreamsHealth
 from gateway.providers.openai.provider import OpenAIProvider, create_client
 from gateway.settings import Settings, UpstreamKind
@@ -56,6 +58,10 @@ async def _open(
 ) -> tuple[Provider, ModelCatalog | StaticCatalog, str]:
     timeout = settings.gateway_upstream_timeout_s
     model = settings.model_of(kind)
+    if kind == "bedrock" or kind == "vertex":
+        cloud = await open_cloud(settings, kind)
+        stack.push_async_callback(cloud.close)
+        return cloud, StaticCatalog(cloud_record(model)), str(cloud.base_url)
     if kind == "openai":
         client = create_client(settings.openai_base_url, settings.openai_api_key, timeout)
         stack.push_async_callback(client.close)

@@ -1,0 +1,1 @@
+"""Claude on Amazon Bedrock: InvokeModelWithResponseStream, SigV4, the AWS event stream."""

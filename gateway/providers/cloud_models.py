@@ -1,0 +1,56 @@
+"""What each Claude model takes on Amazon Bedrock and Google Cloud Vertex AI: the clouds
+have no Models API for Claude, so the records ship here (pure; the ids are in
+gateway/cloud_ids.py).
+
+Source: Anthropic's "Claude on Amazon Bedrock" and "Claude on Vertex AI" pages and the
+anthropic SDK 2.14.0, as read on 2026-12-05. A capability this table is not sure of is
+left off (its request is refused with a 400 naming the upstream rather than sent to
+fail): no server tools, code execution or skills, no API-side context management (the
+gateway clears old tool results itself), which the clouds do not offer to every model or
+region alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gateway.cloud_ids import anthropic_id
+from gateway.providers.anthropic.catalog import ModelRecord
+
+SOURCE = "Claude on Amazon Bedrock / Vertex AI model pages and anthropic SDK 2.14.0"
+RETRIEVED = "2026-12-05"
+EFFORTS = frozenset({"low", "medium", "high", "max"})
+_BASE = ModelRecord(
+    id="",
+    lifecycle="active",
+    source="provider",
+    citations=True,
+    thinking_disabled=True,
+    structured_outputs=True,
+)
+_CLAUDE_5 = replace(
+    _BASE,
+    max_tokens=128_000,
+    max_input_tokens=1_000_000,
+    thinking_adaptive=True,
+    efforts=EFFORTS,
+)
+_CLAUDE_4_5 = replace(_BASE, max_tokens=64_000, max_input_tokens=200_000, thinking_budget=True)
+RECORDS: dict[str, ModelRecord] = {
+    "claude-opus-5": _CLAUDE_5,
+    "claude-sonnet-5": _CLAUDE_5,
+    "claude-haiku-4-5": _CLAUDE_4_5,
+    "claude-sonnet-4-5-20250929": replace(
+        _CLAUDE_4_5, lifecycle="deprecated", retires_at="2026-11-30T00:00:00+00:00"
+    ),
+}
+"""By the Messages API's id."""
+
+
+def cloud_record(name: str) -> ModelRecord:
+    """The record of a cloud's model under the gateway's name of it; a model this table
+    does not know gets the safe defaults (nothing optional is sent to it)."""
+    known = anthropic_id(name)
+    if known is None or known not in RECORDS:
+        return ModelRecord(id=name, display_name=name)
+    return replace(RECORDS[known], id=name, display_name=f"{known} on {name.split('/')[0]}")

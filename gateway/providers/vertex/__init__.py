@@ -1,0 +1,1 @@
+"""Claude on Google Cloud Vertex AI: streamRawPredict with Application Default Credentials."""
