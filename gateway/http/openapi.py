@@ -429,5 +429,5 @@ def document(
 async def serve(request: web.Request) -> web.Response:
     names = tuple(sorted(request.app[keys.TOOLSET].registry.names()))
     served = request.app[keys.SETTINGS].gateway_mcp_serve
-    doc = document(not request.app[keys.KEYRING].open, names, mcp_served=served)
+    doc = document(not request.app[keys.TENANTS].open, names, mcp_served=served)
     return web.json_response(doc)

@@ -1,0 +1,161 @@
+"""Who a presented key is: a key of GATEWAY_API_KEYS / GATEWAY_API_KEYS_FILE (read at
+start, read-only), or one the admin API made (in the key store, changed at runtime).
+
+A stored key is found by the HMAC-SHA256 of the presented secret under the server's keys
+secret (GATEWAY_KEYS_SECRET, else derived from GATEWAY_ADMIN_KEY): the store never holds
+a secret, and its hashes are worthless without that secret. Each worker keeps the store's
+keys in memory and polls the store's generation every GATEWAY_KEYS_REFRESH_S (0.25 s):
+a change made on any worker is seen everywhere within that, and a key found revoked (or
+gone) is handed to `on_revoked`, which ends its runs in progress. A secret not found is
+looked for again in the store (at most every `MISS_RELOAD_S`), so a key made on another
+worker works at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from gateway.access.keyring import KeyRing
+from gateway.store.keys import KeyStore, StoredKey
+
+log = logging.getLogger(__name__)
+
+Source = Literal["admin", "env", "file", "open"]
+MISS_RELOAD_S = 0.05
+SECRET_LABEL = b"research-gateway keys secret"
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A key as the rest of the gateway sees it: its name (which owns runs, files, spend)."""
+
+    name: str
+    source: Source
+    key_id: str | None = None
+    models: tuple[str, ...] | None = None
+    """The models it may run; None: any."""
+    limits: dict[str, float] = field(default_factory=dict)
+    """Its own limits (runs_per_minute, concurrent_runs, daily_tokens, daily_usd,
+    monthly_usd); a missing one is the configured one."""
+
+    @classmethod
+    def of(cls, key: StoredKey) -> Tenant:
+        return cls(key.name, "admin", key.key_id, key.models, dict(key.limits))
+
+
+def keys_secret(secret: str | None, admin_key: str | None) -> bytes:
+    """The HMAC key of stored secrets: GATEWAY_KEYS_SECRET, else one derived from the admin
+    key (so a copy of the store alone never lets anyone test guesses)."""
+    if secret:
+        return secret.encode()
+    return hmac.digest((admin_key or "").encode(), SECRET_LABEL, "sha256")
+
+
+def usable(key: StoredKey, now: float) -> bool:
+    if key.revoked_at is not None:
+        return False
+    return key.expires_at is None or datetime.fromisoformat(key.expires_at).timestamp() > now
+
+
+class Tenants:
+    """Finds a presented key's tenant; follows the key store's changes."""
+
+    def __init__(
+        self, ring: KeyRing, store: KeyStore | None, secret: bytes, *, refresh_s: float = 0.25,
+        on_revoked: Callable[[str], None] | None = None,
+    ) -> None:  # fmt: skip
+        self.ring = ring
+        self.store = store
+        self.refresh_s = refresh_s
+        self.on_revoked = on_revoked
+        self._mac = hmac.new(secret, digestmod=hashlib.sha256)
+        self._by_digest: dict[str, StoredKey] = {}
+        self._generation = -1
+        self._loaded_at = -1.0
+        self._reload = asyncio.Lock()
+        self._poller: asyncio.Task[None] | None = None
+        self._failing = False
+
+    @property
+    def open(self) -> bool:
+        """No key is needed: none configured and no admin API."""
+        return self.ring.open and self.store is None
+
+    def digest(self, secret: str) -> str:
+        mac = self._mac.copy()
+        mac.update(secret.encode())
+        return mac.hexdigest()
+
+    async def start(self) -> None:
+        if self.store is None:
+            return
+        await self.store.open()
+        await self.refresh()
+        self._poller = asyncio.create_task(self._poll())
+
+    async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+        if self.store is not None:
+            await self.store.close()
+
+    async def identify(self, secret: str) -> Tenant | None:
+        """The tenant of a presented key, or None (unknown, revoked, expired)."""
+        name = self.ring.identify(secret)
+        if name is not None:
+            return Tenant(name, "file" if name in self.ring.from_file else "env")
+        if self.store is None:
+            return None
+        digest = self.digest(secret)
+        key = self._by_digest.get(digest)
+        if key is None and time.monotonic() - self._loaded_at >= MISS_RELOAD_S:
+            try:
+                await self.refresh()
+            except Exception as exc:  # the store is away: the keys as last read
+                log.warning("keys: cannot read the key store (%s)", exc)
+            key = self._by_digest.get(digest)
+        return Tenant.of(key) if key is not None and usable(key, time.time()) else None
+
+    async def refresh(self, *, force: bool = False) -> None:
+        """Reload the store's keys if they changed; hand over the ones revoked since."""
+        assert self.store is not None
+        async with self._reload:
+            generation = await self.store.generation()
+            if generation == self._generation and not force:
+                self._loaded_at = time.monotonic()
+                return
+            keys = await self.store.all()
+            self._loaded_at = time.monotonic()
+            self._generation = generation
+            self._swap({k.digest: k for k in keys if k.revoked_at is None})
+
+    def _swap(self, by_digest: dict[str, StoredKey]) -> None:
+        gone = {k.name for k in self._by_digest.values()} - {k.name for k in by_digest.values()}
+        self._by_digest = by_digest
+        for name in sorted(gone):
+            log.info("keys: key %s is revoked: its runs in progress end", name)
+            if self.on_revoked is not None:
+                self.on_revoked(name)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_s)
+            try:
+                await self.refresh()
+            except Exception as exc:  # the store is away: keep the keys known, say so once
+                if not self._failing:
+                    log.warning("keys: cannot read the key store (%s); keys as last read", exc)
+                self._failing = True
+            else:
+                self._failing = False
