@@ -7,8 +7,8 @@ a secret, and its hashes are worthless without that secret. Each worker keeps th
 keys in memory and polls the store's generation every GATEWAY_KEYS_REFRESH_S (0.25 s):
 a change made on any worker is seen everywhere within that, and a key found revoked (or
 gone) is handed to `on_revoked`, which ends its runs in progress. A secret not found is
-looked for again in the store (at most every `MISS_RELOAD_S`), so a key made on another
-worker works at once.
+looked for again in the store (after a refresh begun since it came, at most one every
+`MISS_RELOAD_S`), so a key made on another worker works at once.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Tenants:
         self._mac = hmac.new(secret, digestmod=hashlib.sha256)
         self._by_digest: dict[str, StoredKey] = {}
         self._generation = -1
-        self._loaded_at = -1.0
+        self._checked_at = -1.0
         self._reload = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._failing = False
@@ -119,24 +119,35 @@ class Tenants:
             return None
         digest = self.digest(secret)
         key = self._by_digest.get(digest)
-        if key is None and time.monotonic() - self._loaded_at >= MISS_RELOAD_S:
+        if key is None:  # perhaps made on another worker a moment ago: look again
             try:
-                await self.refresh()
+                await self._fresh_since(time.monotonic())
             except Exception as exc:  # the store is away: the keys as last read
                 log.warning("keys: cannot read the key store (%s)", exc)
             key = self._by_digest.get(digest)
         return Tenant.of(key) if key is not None and usable(key, time.time()) else None
 
-    async def refresh(self, *, force: bool = False) -> None:
+    async def refresh(self) -> None:
         """Reload the store's keys if they changed; hand over the ones revoked since."""
-        assert self.store is not None
         async with self._reload:
-            generation = await self.store.generation()
-            if generation == self._generation and not force:
-                self._loaded_at = time.monotonic()
-                return
+            await self._refresh()
+
+    async def _fresh_since(self, asked: float) -> None:
+        """Make sure a refresh began after `asked`: at most one every MISS_RELOAD_S, so a
+        flood of unknown keys costs the store little (and each of them waits for it)."""
+        wait = self._checked_at + MISS_RELOAD_S - asked
+        if wait > 0:
+            await asyncio.sleep(wait)
+        async with self._reload:
+            if self._checked_at < asked:
+                await self._refresh()
+
+    async def _refresh(self) -> None:
+        assert self.store is not None
+        self._checked_at = time.monotonic()
+        generation = await self.store.generation()
+        if generation != self._generation:
             keys = await self.store.all()
-            self._loaded_at = time.monotonic()
             self._generation = generation
             self._swap({k.digest: k for k in keys if k.revoked_at is None})
 
