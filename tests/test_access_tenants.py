@@ -75,9 +75,11 @@ async def test_a_key_is_made_used_listed_without_its_secret_and_read_with_its_sp
     make_gateway: GatewayFactory, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
     client = await admin_gateway(
-        make_gateway, tmp_path, gateway_api_keys="alice:alice-secret",
+        make_gateway,
+        tmp_path,
+        gateway_api_keys="alice:alice-secret",
         gateway_prices_file=priced(tmp_path),
-    )  # fmt: skip
+    )
     made = await new_key(client, name="team-a", metadata={"team": "research"})
     secret = made["secret"]
     assert secret.startswith("rgk_") and made["name"] == "team-a" and made["source"] == "admin"
@@ -129,15 +131,28 @@ async def test_env_keys_are_read_only_and_names_are_unique(
 
 
 BAD_BODIES: list[Any] = [
-    [], "x", {}, {"name": ""}, {"name": "a b"}, {"name": "x" * 65}, {"name": "ok", "extra": 1},
-    {"name": "ok", "models": []}, {"name": "ok", "models": ["bad model"]},
-    {"name": "ok", "models": "claude"}, {"name": "ok", "limits": {"runs_per_minute": -1}},
-    {"name": "ok", "limits": {"runs_per_minute": "5"}}, {"name": "ok", "limits": {"x": 1}},
-    {"name": "ok", "limits": {"daily_usd": True}}, {"name": "ok", "limits": []},
-    {"name": "ok", "expires_at": "2001-01-01T00:00:00Z"}, {"name": "ok", "expires_at": "soon"},
-    {"name": "ok", "expires_at": "2099-01-01T00:00:00"}, {"name": "ok", "metadata": []},
-    {"name": "ok", "metadata": {"big": "x" * 5000}}, {"name": 5},
-]  # fmt: skip
+    [],
+    "x",
+    {},
+    {"name": ""},
+    {"name": "a b"},
+    {"name": "x" * 65},
+    {"name": "ok", "extra": 1},
+    {"name": "ok", "models": []},
+    {"name": "ok", "models": ["bad model"]},
+    {"name": "ok", "models": "claude"},
+    {"name": "ok", "limits": {"runs_per_minute": -1}},
+    {"name": "ok", "limits": {"runs_per_minute": "5"}},
+    {"name": "ok", "limits": {"x": 1}},
+    {"name": "ok", "limits": {"daily_usd": True}},
+    {"name": "ok", "limits": []},
+    {"name": "ok", "expires_at": "2001-01-01T00:00:00Z"},
+    {"name": "ok", "expires_at": "soon"},
+    {"name": "ok", "expires_at": "2099-01-01T00:00:00"},
+    {"name": "ok", "metadata": []},
+    {"name": "ok", "metadata": {"big": "x" * 5000}},
+    {"name": 5},
+]
 
 
 async def test_bad_input_to_every_admin_route_is_a_400_and_stores_nothing(
@@ -217,9 +232,12 @@ def test_a_global_usd_budget_on_an_unpriced_model_refuses_to_start(tmp_path: Pat
     from gateway.settings import Settings
 
     settings = Settings(
-        _env_file=None, anthropic_api_key="sk-test", gateway_upstream="anthropic",
-        sdk_model="claude-unpriced-9", gateway_daily_usd_budget=5,
-    )  # fmt: skip
+        _env_file=None,
+        anthropic_api_key="sk-test",
+        gateway_upstream="anthropic",
+        sdk_model="claude-unpriced-9",
+        gateway_daily_usd_budget=5,
+    )
     with pytest.raises(ValueError, match="claude-unpriced-9 has no price"):
         create_app(settings)
 
@@ -296,8 +314,10 @@ async def test_revoking_ends_the_keys_runs_and_refuses_it_everywhere(
     lines = [orjson.loads(line) for line in audit.read_bytes().splitlines()]
     admin_lines = [line for line in lines if line["event"].startswith("admin_key_")]
     assert [line["event"] for line in admin_lines] == [
-        "admin_key_create", "admin_key_revoke", "admin_key_read"
-    ]  # fmt: skip
+        "admin_key_create",
+        "admin_key_revoke",
+        "admin_key_read",
+    ]
     assert all(line["name"] == "leaked" for line in admin_lines[:2])
     assert made["secret"] not in audit.read_text()
 

@@ -94,12 +94,21 @@ def status_of(key: StoredKey) -> str:
 def static_views(tenants: Tenants) -> list[dict[str, Any]]:
     ring = tenants.ring
     return [
-        {"key_id": static_id(name, ring.from_file), "name": name,
-         "source": "file" if name in ring.from_file else "env", "read_only": True,
-         "models": None, "limits": {}, "expires_at": None, "metadata": {},
-         "created_at": None, "revoked_at": None, "status": "active"}
+        {
+            "key_id": static_id(name, ring.from_file),
+            "name": name,
+            "source": "file" if name in ring.from_file else "env",
+            "read_only": True,
+            "models": None,
+            "limits": {},
+            "expires_at": None,
+            "metadata": {},
+            "created_at": None,
+            "revoked_at": None,
+            "status": "active",
+        }
         for name in ring.names()
-    ]  # fmt: skip
+    ]
 
 
 def static_id(name: str, from_file: frozenset[str]) -> str:

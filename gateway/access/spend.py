@@ -79,9 +79,14 @@ class Spend:
         return {"today": summary(today, day), "month": summary(this_month, month)}
 
     def charge(
-        self, name: str, model: str, usage: dict[str, int], usd: float | None, *,
+        self,
+        name: str,
+        model: str,
+        usage: dict[str, int],
+        usd: float | None,
+        *,
         batch_question: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Charge one finished run (or batch question) in the background."""
         amounts: dict[str, float] = {f: usage.get(f, 0) for f in TOKEN_CLASSES}
         amounts["batch_questions" if batch_question else "runs"] = 1

@@ -70,9 +70,14 @@ class Tenants:
     """Finds a presented key's tenant; follows the key store's changes."""
 
     def __init__(
-        self, ring: KeyRing, store: KeyStore | None, secret: bytes, *, refresh_s: float = 0.25,
+        self,
+        ring: KeyRing,
+        store: KeyStore | None,
+        secret: bytes,
+        *,
+        refresh_s: float = 0.25,
         on_revoked: Callable[[str], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.ring = ring
         self.store = store
         self.refresh_s = refresh_s

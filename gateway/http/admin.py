@@ -95,12 +95,14 @@ async def own_key(request: web.Request) -> web.Response:
         "source": tenant.source if tenant is not None else "open",
         "models": list(tenant.models) if tenant and tenant.models is not None else None,
         "limits": {
-            "runs_per_minute": limits.per_minute, "concurrent_runs": limits.concurrent,
-            "daily_tokens": limits.daily_tokens, "daily_usd": owed.daily_usd,
+            "runs_per_minute": limits.per_minute,
+            "concurrent_runs": limits.concurrent,
+            "daily_tokens": limits.daily_tokens,
+            "daily_usd": owed.daily_usd,
             "monthly_usd": owed.monthly_usd,
         },
         "spend": await _spend(request, name),
-    }  # fmt: skip
+    }
     return json_response(body)
 
 

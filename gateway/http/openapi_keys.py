@@ -93,30 +93,47 @@ def _answer(description: str, model: str) -> dict[str, Any]:
 
 def key_paths(admin: bool, errors: dict[str, Any], not_found: dict[str, Any]) -> dict[str, Any]:
     """The paths; `errors` are the answers every one may give, `not_found` a 404's."""
-    own = {"/api/keys/self": {"get": {
-        "summary": "The caller's key: its name, models, limits and spend today and this month",
-        "responses": {"200": _answer("The key", "OwnKey"), **errors}}}}  # fmt: skip
+    own = {
+        "/api/keys/self": {
+            "get": {
+                "summary": "The caller's key: its name, models, limits, spend today and this month",
+                "responses": {"200": _answer("The key", "OwnKey"), **errors},
+            }
+        }
+    }
     if not admin:
         return own
     key_id = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
     one = {**errors, "404": not_found}
     return own | {
         "/api/admin/keys": {
-            "post": {"summary": "Make a key (its secret is in this answer only)",
-                     "requestBody": _body("NewKey"),
-                     "responses": {"201": _answer("Made", "KeyCreated"), **errors}},
-            "get": {"summary": "Every key, without secrets (environment and file keys too)",
-                    "responses": {"200": _answer("The keys", "KeyList"), **errors}},
+            "post": {
+                "summary": "Make a key (its secret is in this answer only)",
+                "requestBody": _body("NewKey"),
+                "responses": {"201": _answer("Made", "KeyCreated"), **errors},
+            },
+            "get": {
+                "summary": "Every key, without secrets (environment and file keys too)",
+                "responses": {"200": _answer("The keys", "KeyList"), **errors},
+            },
         },
         "/api/admin/keys/{key_id}": {
-            "get": {"summary": "One key with its spend", "parameters": [key_id],
-                    "responses": {"200": _answer("The key", "KeyDetail"), **one}},
-            "patch": {"summary": "Change a key's models, limits, expiry or metadata",
-                      "parameters": [key_id], "requestBody": _body("KeyChanges"),
-                      "responses": {"200": _answer("Changed", "KeyView"), **one}},
-            "delete": {"summary": "Revoke a key: its requests get 401 within a second on "
-                                  "every worker, its runs end with KEY_REVOKED",
-                       "parameters": [key_id],
-                       "responses": {"200": _answer("Revoked", "KeyView"), **one}},
+            "get": {
+                "summary": "One key with its spend",
+                "parameters": [key_id],
+                "responses": {"200": _answer("The key", "KeyDetail"), **one},
+            },
+            "patch": {
+                "summary": "Change a key's models, limits, expiry or metadata",
+                "parameters": [key_id],
+                "requestBody": _body("KeyChanges"),
+                "responses": {"200": _answer("Changed", "KeyView"), **one},
+            },
+            "delete": {
+                "summary": "Revoke a key: its requests get 401 within a second on "
+                "every worker, its runs end with KEY_REVOKED",
+                "parameters": [key_id],
+                "responses": {"200": _answer("Revoked", "KeyView"), **one},
+            },
         },
-    }  # fmt: skip
+    }

@@ -84,8 +84,10 @@ class SqliteKeys:
         def add(db: sqlite3.Connection) -> bool:
             try:
                 with db:
-                    db.execute("insert into keys values (?, ?, ?, ?)",
-                               (key.key_id, key.name, key.created_at, key.dumps()))  # fmt: skip
+                    db.execute(
+                        "insert into keys values (?, ?, ?, ?)",
+                        (key.key_id, key.name, key.created_at, key.dumps()),
+                    )
                     _bump(db)
             except sqlite3.IntegrityError:  # the name (or the id) is taken
                 return False
