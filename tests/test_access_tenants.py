@@ -90,7 +90,7 @@ async def test_a_key_is_made_used_listed_without_its_secret_and_read_with_its_sp
 
     listing = await client.get("/api/admin/keys", headers=ADMIN)
     text = await listing.text()
-    stored = await client.app[keys.TENANTS].store.all()  # type: ignore[union-attr]
+    stored = await client.app[keys.TENANTS].store.all()
     assert secret not in text and stored[0].digest not in text and "digest" not in text
     views = {view["name"]: view for view in (await listing.json())["keys"]}
     assert views["alice"]["source"] == "env" and views["alice"]["read_only"] is True
