@@ -308,6 +308,10 @@ async def test_revoking_ends_the_keys_runs_and_refuses_it_everywhere(
         client.post("/api/research", json={"query": "x"}, headers=bearer(made["secret"])),
     ):
         assert (await attempt).status == 401
+    again = await client.patch(
+        f"/api/admin/keys/{made['key_id']}", json={"metadata": {}}, headers=ADMIN
+    )
+    assert again.status == 400 and (await again.json())["error"]["details"]["reason"] == "revoked"
     shown = await (await client.get(f"/api/admin/keys/{made['key_id']}", headers=ADMIN)).json()
     assert shown["revoked_at"] is not None and shown["spend"]["today"]["runs"] == 1
     await client.app[keys.AUDIT].close()  # flush

@@ -139,6 +139,8 @@ async def create(tenants: Tenants, new: NewKey) -> tuple[StoredKey, str]:
 
 async def change(tenants: Tenants, key: StoredKey, changes: KeyChanges) -> StoredKey:
     given = changes.model_fields_set
+    if key.revoked_at is not None:
+        raise ValidationFailed(f"Key {key.key_id!r} is revoked", {"reason": "revoked"})
     if not given:
         raise ValidationFailed("Send at least one of models, limits, expires_at, metadata")
     fields: dict[str, Any] = {}
