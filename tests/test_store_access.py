@@ -95,10 +95,16 @@ async def test_a_ledger_adds_per_key_model_and_period(ledger: SpendLedger) -> No
     assert (day, month) == ("2025-12-06", "2025-12")
     await ledger.add("alice", "m-1", (day, month), {"runs": 1, "input_tokens": 10, "usd": 0.25})
     await ledger.add("alice", "m-1", (day, month), {"runs": 1, "usd": 0.5})
-    await ledger.add("alice", "m-2", (month,), {"batch_questions": 1})
-    await ledger.add("bob", "m-1", (day,), {"runs": 1})
+    await ledger.add("alice", "m-2", periods(1_764_806_400.0), {"batch_questions": 1})
+    await ledger.add("bob", "m-1", (day, month), {"runs": 1})
     assert await ledger.read("alice", day) == {"m-1": {"runs": 2, "input_tokens": 10, "usd": 0.75}}
     assert (await ledger.read("alice", month))["m-2"] == {"batch_questions": 1}
+    assert (await ledger.read("alice", month))["m-1"] == {
+        "runs": 2,
+        "input_tokens": 10,
+        "usd": 0.75,
+    }
+    assert (await ledger.read("alice", "2025-11")) == {}
     assert await ledger.read("carol", day) == {}
 
 

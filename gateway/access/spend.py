@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.errors import GatewayError
-from gateway.ops.metrics import Metrics
+from gateway.ops.metrics import Metrics, Total
 from gateway.store.counters import seconds_to_midnight
 from gateway.store.spend import FIELDS, ByModel, SpendLedger, periods
 
@@ -35,6 +35,10 @@ TOKEN_CLASSES = {
     "cache_read_input_tokens": "cache_read",
     "cache_creation_input_tokens": "cache_creation",
 }
+
+
+Series = tuple[Total, Total, list[tuple[str, Total]]]
+"""A key's and model's metric series: runs, dollars, tokens by field."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class Spend:
         self.ledger = ledger
         self._metrics = metrics
         self._charging: set[asyncio.Task[None]] = set()
+        self._series: dict[tuple[str, str, bool], Series] = {}
 
     async def admit(self, name: str, budgets: Budgets) -> None:
         """Return, or raise `OverBudget` when the key spent a budget of this day or month."""
@@ -79,20 +84,20 @@ class Spend:
         return {"today": summary(today, day), "month": summary(this_month, month)}
 
     def charge(
-        self,
-        name: str,
-        model: str,
-        usage: dict[str, int],
-        usd: float | None,
-        *,
+        self, name: str, model: str, usage: dict[str, int], usd: float | None, *,
         batch_question: bool = False,
-    ) -> None:
-        """Charge one finished run (or batch question) in the background."""
-        amounts: dict[str, float] = {f: usage.get(f, 0) for f in TOKEN_CLASSES}
-        amounts["batch_questions" if batch_question else "runs"] = 1
+    ) -> None:  # fmt: skip
+        """Charge one finished run (or batch question): at once to an in-memory ledger,
+        else in the background. Zero amounts are left out."""
+        amounts: dict[str, float] = {"batch_questions" if batch_question else "runs": 1}
+        for field in TOKEN_CLASSES:
+            if value := usage.get(field):
+                amounts[field] = value
         if usd:
             amounts["usd"] = usd
         self._count(name, model, amounts, batch_question)
+        if self.ledger.add_now(name, model, periods(time.time()), amounts):
+            return
         task = asyncio.get_running_loop().create_task(self._charge(name, model, amounts))
         self._charging.add(task)
         task.add_done_callback(self._charging.discard)
@@ -106,13 +111,22 @@ class Spend:
         await self.ledger.close()
 
     def _count(self, name: str, model: str, amounts: dict[str, float], batch: bool) -> None:
+        series = self._series.get((name, model, batch))
+        if series is None:  # the labels' series are looked up once per key and model
+            series = self._series[(name, model, batch)] = self._new_series(name, model, batch)
+        runs, usd, tokens = series
+        runs.inc()
+        if "usd" in amounts:
+            usd.inc(amounts["usd"])
+        for field, counter in tokens:
+            if field in amounts:
+                counter.inc(amounts[field])
+
+    def _new_series(self, name: str, model: str, batch: bool) -> Series:
         metrics = self._metrics
-        metrics.key_runs.labels(name, model, "batch_question" if batch else "run").inc()
-        if amounts.get("usd"):
-            metrics.key_usd.labels(name, model).inc(amounts["usd"])
-        for field, label in TOKEN_CLASSES.items():
-            if amounts[field]:
-                metrics.key_tokens.labels(name, model, label).inc(amounts[field])
+        runs = metrics.key_runs.labels(name, model, "batch_question" if batch else "run")
+        tokens = [(f, metrics.key_tokens.labels(name, model, c)) for f, c in TOKEN_CLASSES.items()]
+        return runs, metrics.key_usd.labels(name, model), tokens
 
     async def _charge(self, name: str, model: str, amounts: dict[str, float]) -> None:
         try:

@@ -178,6 +178,8 @@ async def admit_key(request: web.Request, model: str) -> Tenant | None:
     and has not spent its budgets (429). Its tenant (None: the API is open)."""
     app = request.app
     tenant = request.get(keys.TENANT)
+    if tenant is None and not app[keys.SETTINGS].gateway_daily_usd_budget:
+        return None  # nothing to check: no key of its own, no budget
     budgets.check_model(tenant, model)
     owed = budgets.budgets_for(tenant, app[keys.SETTINGS])
     budgets.check_priced(model, owed, app[keys.PRICES])

@@ -27,19 +27,37 @@ FIELDS = (
 """What is counted for each key, model and period."""
 
 ByModel = dict[str, dict[str, float]]
+MONTH_LENGTH = len("2026-12")
+
+
+_day: tuple[float, float, tuple[str, str]] = (0.0, 0.0, ("", ""))
+"""The UTC day last asked about: its start and end (seconds) and its periods."""
 
 
 def periods(now: float) -> tuple[str, str]:
-    """The UTC day and month of `now` (seconds since the epoch)."""
+    """The UTC day and month of `now` (seconds since the epoch); worked out once a day."""
+    global _day
+    start, end, found = _day
+    if start <= now < end:
+        return found
     moment = datetime.fromtimestamp(now, UTC)
-    return moment.date().isoformat(), moment.strftime("%Y-%m")
+    midnight = datetime(moment.year, moment.month, moment.day, tzinfo=UTC).timestamp()
+    found = (moment.date().isoformat(), moment.strftime("%Y-%m"))
+    _day = (midnight, midnight + 86_400, found)
+    return found
 
 
 class SpendLedger(Protocol):
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        """Add at once, if this ledger can without I/O (True); False: `add` must do it."""
+
     async def add(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> None:
-        """Add `amounts` (fields of FIELDS) to the key's model in every period."""
+        """Add `amounts` (fields of FIELDS) to the key's model in a UTC day and its month
+        (`in_periods`, as `periods` gives them)."""
 
     async def read(self, name: str, period: str) -> ByModel:
         """What the key spent in the period, by model (raises when the store fails)."""
@@ -48,20 +66,38 @@ class SpendLedger(Protocol):
 
 
 class MemoryLedger:
+    """One process's ledger. Only days are kept: a month reads as the sum of its days (the
+    charge of every run costs half as much, a read of a month a little more)."""
+
     def __init__(self) -> None:
-        self._spent: dict[tuple[str, str], ByModel] = {}
+        self._days: dict[str, dict[str, ByModel]] = {}  # name: {day: {model: amounts}}
+
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        days = self._days.setdefault(name, {})
+        for period in in_periods:
+            if len(period) == MONTH_LENGTH:
+                continue  # read from its days
+            fields = days.setdefault(period, {}).setdefault(model, {})
+            for field, amount in amounts.items():
+                fields[field] = fields.get(field, 0) + amount
+        return True
 
     async def add(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> None:
-        for period in in_periods:
-            fields = self._spent.setdefault((name, period), {}).setdefault(model, {})
-            for field, amount in amounts.items():
-                fields[field] = fields.get(field, 0) + amount
+        self.add_now(name, model, in_periods, amounts)
 
     async def read(self, name: str, period: str) -> ByModel:
-        found = self._spent.get((name, period), {})
-        return {model: dict(fields) for model, fields in found.items()}
+        spent: ByModel = {}
+        for day, by_model in self._days.get(name, {}).items():
+            if day == period or (len(period) == MONTH_LENGTH and day.startswith(period)):
+                for model, fields in by_model.items():
+                    total = spent.setdefault(model, {})
+                    for field, amount in fields.items():
+                        total[field] = total.get(field, 0) + amount
+        return spent
 
     async def close(self) -> None:
         pass

@@ -133,6 +133,11 @@ class SqliteLedger:
     def __init__(self, db: SqliteDb) -> None:
         self.db = db
 
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        return False  # a write: `add`, in the background
+
     async def add(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> None:

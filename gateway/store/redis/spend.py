@@ -23,6 +23,11 @@ class RedisLedger:
         self.client = redis.Redis.from_url(url, socket_timeout=OP_TIMEOUT_S)
         self._prefix = f"{prefix}spend:"
 
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        return False  # a write: `add`, in the background
+
     async def add(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> None:
