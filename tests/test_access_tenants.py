@@ -122,7 +122,7 @@ async def test_env_keys_are_read_only_and_names_are_unique(
         )
         assert response.status == 400
         assert (await response.json())["error"]["details"]["reason"] == "read_only"
-    for name in ("alice", "bob", "bob"):
+    for name in ("alice", "anonymous", "bob", "bob"):
         response = await client.post("/api/admin/keys", json={"name": name}, headers=ADMIN)
         if name == "bob" and response.status == 201:
             continue

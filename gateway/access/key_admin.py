@@ -19,6 +19,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstrai
 
 from gateway.access.tenants import Tenants
 from gateway.errors import GatewayError, ValidationFailed
+from gateway.runs.run import ANONYMOUS
 from gateway.store.keys import StoredKey
 
 NAME_PATTERN = r"^[A-Za-z0-9_.@-]{1,64}$"
@@ -117,7 +118,7 @@ def static_id(name: str, from_file: frozenset[str]) -> str:
 
 async def create(tenants: Tenants, new: NewKey) -> tuple[StoredKey, str]:
     """Store a new key; it and its secret (shown this once)."""
-    if new.name in tenants.ring.names():
+    if new.name == ANONYMOUS or new.name in tenants.ring.names():
         raise _name_taken(new.name)
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     key = StoredKey(
