@@ -27,7 +27,6 @@ FIELDS = (
 """What is counted for each key, model and period."""
 
 ByModel = dict[str, dict[str, float]]
-MONTH_LENGTH = len("2026-12")
 
 
 _day: tuple[float, float, tuple[str, str]] = (0.0, 0.0, ("", ""))
@@ -66,22 +65,21 @@ class SpendLedger(Protocol):
 
 
 class MemoryLedger:
-    """One process's ledger. Only days are kept: a month reads as the sum of its days (the
-    charge of every run costs half as much, a read of a month a little more)."""
+    """One process's ledger. Only days are kept, flat by (key, day, model): a month reads
+    as the sum of its days, so charging a run costs one lookup."""
 
     def __init__(self) -> None:
-        self._days: dict[str, dict[str, ByModel]] = {}  # name: {day: {model: amounts}}
+        self._spent: dict[tuple[str, str, str], dict[str, float]] = {}
 
     def add_now(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> bool:
-        days = self._days.setdefault(name, {})
-        for period in in_periods:
-            if len(period) == MONTH_LENGTH:
-                continue  # read from its days
-            fields = days.setdefault(period, {}).setdefault(model, {})
-            for field, amount in amounts.items():
-                fields[field] = fields.get(field, 0) + amount
+        day = in_periods[0]  # its month is read from its days
+        fields = self._spent.get((name, day, model))
+        if fields is None:
+            fields = self._spent[name, day, model] = {}
+        for field, amount in amounts.items():
+            fields[field] = fields.get(field, 0) + amount
         return True
 
     async def add(
@@ -91,12 +89,11 @@ class MemoryLedger:
 
     async def read(self, name: str, period: str) -> ByModel:
         spent: ByModel = {}
-        for day, by_model in self._days.get(name, {}).items():
-            if day == period or (len(period) == MONTH_LENGTH and day.startswith(period)):
-                for model, fields in by_model.items():
-                    total = spent.setdefault(model, {})
-                    for field, amount in fields.items():
-                        total[field] = total.get(field, 0) + amount
+        for (owner, day, model), fields in self._spent.items():
+            if owner == name and day.startswith(period):  # the day, or a day of the month
+                total = spent.setdefault(model, {})
+                for field, amount in fields.items():
+                    total[field] = total.get(field, 0) + amount
         return spent
 
     async def close(self) -> None:
