@@ -6,7 +6,9 @@ Across processes and restarts: test_access_tenants_procs.py."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,12 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from gateway.access.keyring import KeyRing
+from gateway.access.tenants import Tenants
 from gateway.http import keys
 from gateway.http.app import create_app
+from gateway.settings import Settings
+from gateway.store.keys import MemoryKeys, StoredKey
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
 
@@ -229,7 +235,6 @@ async def test_a_usd_budget_never_meets_an_unpriced_model(
 
 
 def test_a_global_usd_budget_on_an_unpriced_model_refuses_to_start(tmp_path: Path) -> None:
-    from gateway.settings import Settings
 
     settings = Settings(
         _env_file=None,
@@ -332,7 +337,6 @@ async def test_an_expired_key_is_refused(make_gateway: GatewayFactory, tmp_path:
     assert (await client.get("/api/keys/self", headers=bearer(made["secret"]))).status == 200
     store = client.app[keys.TENANTS].store
     assert store is not None
-    import dataclasses
 
     stored = await store.get(made["key_id"])
     assert stored is not None
@@ -353,3 +357,28 @@ async def test_a_change_on_the_store_reaches_a_worker_by_its_poll(
     await first.delete(f"/api/admin/keys/{made['key_id']}", headers=ADMIN)
     await asyncio.sleep(0.6)
     assert await second.app[keys.TENANTS].identify(made["secret"]) is None
+
+
+async def test_a_revoked_keys_runs_are_looked_for_again_for_a_while() -> None:
+    """A run of a revoked key that a worker takes over after the revocation (its own
+    worker died) is ended by the next polls: each hands the key over again for a minute,
+    on a worker that saw it revoked and on one that started after."""
+
+    store = MemoryKeys()
+    now = "2026-12-05T00:00:00.000Z"
+    await store.add(StoredKey("key_1", "leaked", "d1", now))
+    handed: list[str] = []
+    seen = Tenants(KeyRing(), store, b"s" * 32, refresh_s=0.02, on_revoked=handed.append)
+    await seen.start()
+    old = await store.get("key_1")
+    assert old is not None
+
+    revoked_at = datetime.now(UTC).isoformat()
+    await store.put(dataclasses.replace(old, revoked_at=revoked_at))
+    later: list[str] = []
+    fresh = Tenants(KeyRing(), store, b"s" * 32, refresh_s=0.02, on_revoked=later.append)
+    await fresh.start()
+    await asyncio.sleep(0.2)
+    await seen.close()
+    await fresh.close()
+    assert handed.count("leaked") > 2 and later.count("leaked") > 2

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 Source = Literal["admin", "env", "file", "open"]
 MISS_RELOAD_S = 0.05
+RECHECK_S = 60.0
+"""After a revocation, each poll hands the key to `on_revoked` again for this long: a run
+of it that another worker takes over (its own worker died) is ended too."""
 SECRET_LABEL = b"research-gateway keys secret"
 
 
@@ -89,6 +92,7 @@ class Tenants:
         self._reload = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._failing = False
+        self._revoked_at: dict[str, float] = {}  # name: when it was revoked (epoch s)
 
     @property
     def open(self) -> bool:
@@ -155,6 +159,7 @@ class Tenants:
             keys = await self.store.all()
             self._generation = generation
             self._swap({k.digest: k for k in keys if k.revoked_at is None})
+            self._note_revoked(keys)
 
     def _swap(self, by_digest: dict[str, StoredKey]) -> None:
         gone = {k.name for k in self._by_digest.values()} - {k.name for k in by_digest.values()}
@@ -162,6 +167,23 @@ class Tenants:
         for name in sorted(gone):
             log.info("keys: key %s is revoked: its runs in progress end", name)
             if self.on_revoked is not None:
+                self.on_revoked(name)
+
+    def _note_revoked(self, keys: list[StoredKey]) -> None:
+        horizon = time.time() - RECHECK_S
+        for key in keys:
+            if key.revoked_at is not None:
+                at = datetime.fromisoformat(key.revoked_at).timestamp()
+                if at >= horizon:
+                    self._revoked_at[key.name] = at
+
+    def _recheck(self) -> None:
+        """Hand the keys revoked in the last RECHECK_S to `on_revoked` again."""
+        horizon = time.time() - RECHECK_S
+        for name, at in list(self._revoked_at.items()):
+            if at < horizon:
+                del self._revoked_at[name]
+            elif self.on_revoked is not None:
                 self.on_revoked(name)
 
     async def _poll(self) -> None:
@@ -175,3 +197,4 @@ class Tenants:
                 self._failing = True
             else:
                 self._failing = False
+            self._recheck()
