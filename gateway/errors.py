@@ -23,6 +23,7 @@ ErrorCode = Literal[
     "TIMEOUT_ERROR",
     "NETWORK_ERROR",
     "UNKNOWN_ERROR",
+    "KEY_REVOKED",
 ]
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
@@ -35,6 +36,7 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     "TIMEOUT_ERROR": 504,
     "NETWORK_ERROR": 502,
     "UNKNOWN_ERROR": 500,
+    "KEY_REVOKED": 401,  # the key was revoked while its run was in progress
 }
 
 

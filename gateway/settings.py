@@ -207,6 +207,17 @@ class Settings(BaseSettings):
     Unset: a random key per process, so hashes compare only within one process's life."""
     gateway_audit_queue_max: int = Field(50_000, ge=1)
     """Audit lines waiting for the writer at most; past it new lines are dropped (counted)."""
+    gateway_admin_key: str | None = Field(None, min_length=16)
+    """Enables the admin API (`/api/admin/keys`), for `Authorization: Bearer <this>`; it
+    then also requires a key on every /api/* route. Unset: the admin routes are 404."""
+    gateway_keys_db: str = "gateway-keys.db"
+    """The SQLite file of the admin API's keys and of each key's spend, without REDIS_URL
+    (created on first start; a relative path is the working directory's)."""
+    gateway_keys_secret: str | None = Field(None, min_length=32)
+    """The HMAC-SHA256 key the admin API's key secrets are stored under. Unset: derived
+    from GATEWAY_ADMIN_KEY (then changing the admin key invalidates every such key)."""
+    gateway_keys_refresh_s: float = Field(0.25, gt=0, le=1.0)
+    """How often each worker looks for changed or revoked keys in the store."""
 
     # MCP both ways: servers' tools in the loop (tools/mcp), the gateway's tools at /mcp.
     gateway_batch_poll_s: float = Field(30.0, gt=0)

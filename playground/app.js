@@ -10,6 +10,7 @@ import { startResearch, startStream, stop } from './connection.js';
 import { h } from './dom.js';
 import { clearAll, debugSnapshot, exportDebug, exportHtml } from './exports.js';
 import { loadHealth } from './health.js';
+import { loadKey } from './key.js';
 import { renderMarkdown } from './markdown.js';
 import { $, noteScroll, state, ui } from './page.js';
 
@@ -66,6 +67,7 @@ function wire() {
   $('btn-export-html').addEventListener('click', exportHtml);
   $('btn-export-debug').addEventListener('click', exportDebug);
   $('health-refresh').addEventListener('click', loadHealth);
+  ui.apiKey.addEventListener('change', loadKey);
   window.addEventListener('scroll', noteScroll, { passive: true });
   const examples = $('examples');
   for (const question of EXAMPLES) {
@@ -80,4 +82,5 @@ function wire() {
 
 wire();
 loadHealth();
+loadKey();
 document.documentElement.dataset.ready = 'true';

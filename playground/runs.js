@@ -3,6 +3,7 @@
 
 import { formatMs } from './dom.js';
 import { followAnswer, setBusy, state, status, timeline, ui } from './page.js';
+import { loadKey } from './key.js';
 import { AssistantMessage, userMessage } from './transcript.js';
 
 // ------------------------------------------------------------------ the request
@@ -67,6 +68,7 @@ export function newRun(mode, request) {
 }
 
 export function endRun(run) {
+  setTimeout(loadKey, 500); // the run's spend is charged as its task ends: read it after
   if (state.current === run) {
     state.current = null;
     setBusy(false);

@@ -21,6 +21,7 @@ import redis.asyncio as redis
 from gateway.http import keys
 from gateway.ops.audit import AuditLog, keyed_digest
 from gateway.ops.metrics import Metrics
+from gateway.store.redis.audit import RedisAudit
 from tests.access_support import REDIS_URL, redis_prefix
 from tests.conftest import GatewayFactory, iter_events, read_events
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
@@ -276,7 +277,7 @@ async def test_the_writer_outlives_a_failed_stream_write(
     path, stream = tmp_path / "audit.jsonl", f"{redis_prefix}audit"
     reader = redis.Redis.from_url(REDIS_URL)
     await reader.set(stream, "not a stream")  # XADD now fails with WRONGTYPE
-    audit = AuditLog(str(path), hash_key=HASH_KEY.encode(), redis_url=REDIS_URL, stream_key=stream)
+    audit = AuditLog(str(path), hash_key=HASH_KEY.encode(), sink=RedisAudit(REDIS_URL, stream))
     audit.start()
     audit.write("run_start", {"n": 0})
     await wait_for_lines(path, 1)
@@ -291,28 +292,27 @@ async def test_the_writer_outlives_a_failed_stream_write(
     assert [line["n"] for line in lines(path)] == [0, 1]  # the file had both all along
 
 
-class StreamFailsOnce(AuditLog):
-    """A writer whose first stream write fails with an error that is not Redis's."""
+class StreamFailsOnce(RedisAudit):
+    """A stream whose first write fails with an error that is not Redis's."""
 
     failed = False
 
-    async def _to_stream(self, client: redis.Redis, batch: list[bytes]) -> None:
+    async def add(self, lines: list[bytes]) -> None:
         if not self.failed:
             self.failed = True
             raise RuntimeError("a bug in the stream writer")
-        await super()._to_stream(client, batch)
+        await super().add(lines)
 
 
 async def test_the_writer_outlives_any_stream_error(
     tmp_path: Path, redis_prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     path, stream = tmp_path / "audit.jsonl", f"{redis_prefix}audit"
-    audit = StreamFailsOnce(
-        str(path), hash_key=HASH_KEY.encode(), redis_url=REDIS_URL, stream_key=stream
-    )
+    sink = StreamFailsOnce(REDIS_URL, stream)
+    audit = AuditLog(str(path), hash_key=HASH_KEY.encode(), sink=sink)
     audit.start()
     audit.write("run_start", {"n": 0})
-    while not audit.failed:
+    while not sink.failed:
         await asyncio.sleep(0.01)
     audit.write("run_end", {"n": 1})
     await audit.close()

@@ -122,3 +122,30 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert imports(source) == [("gateway.http.keys", False), ("gateway.ops.metrics", True)]
     assert layer("gateway.http.keys") == "http" and layer("gateway.events") == "core"
     assert layer("gateway.store.redis.runs") == "store" and layer("gateway.__main__") == "main"
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of every module the file imports (type-only imports too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_only_the_store_imports_redis(module: str) -> None:
+    """Redis (and SQLite) are the store's business: the rest of the gateway reaches them
+    through the interfaces of `gateway/store` (`store/configured.py` hands them out)."""
+    if layer(module) == "store":
+        return
+    clients = third_party_imports(MODULES[module]) & {"redis", "sqlite3"}
+    assert not clients, f"{module} imports {clients}: only gateway/store/ may"
+
+
+def test_the_check_sees_a_redis_import(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text("import redis.asyncio as redis\nfrom redis.exceptions import RedisError\n")
+    assert third_party_imports(source) == {"redis"}

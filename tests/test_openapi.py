@@ -11,6 +11,7 @@ from gateway.errors import ErrorCode
 from gateway.http.body import RunBody
 from tests.conftest import GatewayFactory
 
+ADMIN_KEY = "admin-secret-0123456789"
 NOT_API = {"/", "/test/claude-playground.html", "/playground"}
 
 
@@ -54,3 +55,20 @@ async def test_generated_from_the_models(make_gateway: GatewayFactory) -> None:
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert doc["security"] == [{"bearer": []}]
     assert doc["paths"]["/health"]["get"]["security"] == []
+
+
+async def test_the_admin_routes_are_documented_when_served(
+    make_gateway: GatewayFactory, tmp_path: Any
+) -> None:
+    keys_db = str(tmp_path / "keys.db")
+    doc = await document(make_gateway, gateway_admin_key=ADMIN_KEY, gateway_keys_db=keys_db)
+    validate(doc)
+    admin = doc["paths"]["/api/admin/keys/{key_id}"]
+    assert set(admin) == {"get", "patch", "delete"}
+    body = doc["components"]["schemas"]["NewKey"]
+    assert body["required"] == ["name"] and body["additionalProperties"] is False
+    assert set(body["properties"]) == {"name", "models", "limits", "expires_at", "metadata"}
+    created = doc["components"]["schemas"]["KeyCreated"]["properties"]
+    assert "secret" in created
+    assert "secret" not in doc["components"]["schemas"]["KeyView"]["properties"]
+    assert "/api/admin/keys" not in (await document(make_gateway))["paths"]

@@ -28,6 +28,8 @@ class KeyRing:
     """Every accepted key as (name, SHA-256 digest)."""
 
     entries: tuple[tuple[str, bytes], ...] = ()
+    from_file: frozenset[str] = frozenset()
+    """The names read from GATEWAY_API_KEYS_FILE (the others came from GATEWAY_API_KEYS)."""
 
     @property
     def open(self) -> bool:
@@ -76,9 +78,10 @@ def read_key_file(path: str) -> list[tuple[str, bytes]]:
 
 
 def load_keyring(pairs: tuple[str, ...], key_file: str | None) -> KeyRing:
-    entries = parse_keys(pairs) + (read_key_file(key_file) if key_file else [])
+    from_file = read_key_file(key_file) if key_file else []
+    entries = parse_keys(pairs) + from_file
     names = [name for name, _ in entries]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:  # two keys under one name would share runs and limits by accident
         raise KeyFileError(f"API key names must be unique: {', '.join(duplicates)}")
-    return KeyRing(tuple(entries))
+    return KeyRing(tuple(entries), frozenset(name for name, _ in from_file))

@@ -1,21 +1,24 @@
-"""Wiring for who may do what: the key ring, the limits gate and the audit log on the app
-(one `cleanup_ctx` each, appended before the runs' own, so they close after every run has
-ended and written its last audit line), and the start of a run for a key."""
+"""Wiring for who may do what: the keys (the ring and the key store), the limits gate, the
+spend ledger and the audit log on the app (one `cleanup_ctx` each, appended before the
+runs' own, so they close after every run has ended and written its last audit line), and
+the start of a run for a key: its model, its budgets, its limits."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
 
+from gateway.access import budgets
 from gateway.access.keyring import load_keyring
-from gateway.access.limits import Counters, Gate, Limits, MemoryCounters
-from gateway.access.redis_limits import RedisCounters
-from gateway.access.spend import MemorySpend, RedisSpend, Spend, SpendStore
+from gateway.access.limits import Gate
+from gateway.access.spend import Spend
+from gateway.access.tenants import Tenant, Tenants, keys_secret
 from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.http.ownership import record_owner
@@ -24,51 +27,70 @@ from gateway.ops.metrics import Metrics
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import Run, RunRequest
 from gateway.settings import Settings
+from gateway.store.configured import audit_sink, keys_and_spend, limit_counters
 
 
-def limits_of(settings: Settings) -> Limits:
-    return Limits(
-        per_minute=settings.gateway_rate_limit_per_min,
-        concurrent=settings.gateway_max_concurrent_runs,
-        daily_tokens=settings.gateway_daily_token_budget,
-    )
+class KeyRevoked(GatewayError):
+    """The run's key was revoked while it ran."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__("KEY_REVOKED", f"Key {name!r} was revoked", {"key": name})
 
 
 def install(app: web.Application) -> None:
-    """Read the keys (a bad key file stops startup); add the limits and audit contexts."""
+    """Read the keys (a bad key file stops startup, as does a global dollar budget on an
+    unpriced model); add the audit, keys (and spend) and limits contexts."""
     settings = app[keys.SETTINGS]
+    budgets.check_startup(settings, app[keys.PRICES])
     app[keys.KEYRING] = load_keyring(settings.gateway_api_keys, settings.gateway_api_keys_file)
     app.cleanup_ctx.append(_audit_ctx)
+    app.cleanup_ctx.append(_keys_ctx)
     app.cleanup_ctx.append(_limits_ctx)
-    if settings.gateway_daily_usd_budget:
-        app.cleanup_ctx.append(_spend_ctx)
-    if limits_of(settings).per_minute:
+    if budgets.configured_limits(settings).per_minute or settings.gateway_admin_key:
         app.on_response_prepare.append(add_limit_headers)
+
+
+async def _keys_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Every key: the ring's and, with the admin API, the key store's (polled for changes;
+    a revoked key's runs here end with `KEY_REVOKED`). Also the spend ledger."""
+    settings = app[keys.SETTINGS]
+    store, ledger = keys_and_spend(settings)
+    secret = keys_secret(settings.gateway_keys_secret, settings.gateway_admin_key)
+    tenants = Tenants(
+        app[keys.KEYRING],
+        store,
+        secret,
+        refresh_s=settings.gateway_keys_refresh_s,
+        on_revoked=functools.partial(end_runs_of, app),
+    )
+    app[keys.SPEND] = spend = Spend(ledger, app[keys.METRICS])
+    await tenants.start()
+    app[keys.TENANTS] = tenants
+    try:
+        yield
+    finally:  # after the runs' context: every ended run has been handed over to charge
+        await tenants.close()
+        await spend.close()
+
+
+def end_runs_of(app: web.Application, name: str) -> None:
+    """A key was revoked: its runs in progress on this worker end with `KEY_REVOKED`."""
+    if keys.RUNS in app:
+        for run in app[keys.RUNS].active():
+            if run.owner == name:
+                run.fail(KeyRevoked(name))
 
 
 async def _limits_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[keys.SETTINGS]
-    limits = limits_of(settings)
-    counters: Counters = MemoryCounters()
-    if settings.redis_url and limits.active:
-        counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    app[keys.LIMITS] = Gate(limits, counters, app[keys.METRICS])
+    limits = budgets.configured_limits(settings)
+    per_key = bool(settings.gateway_admin_key)
+    counters = limit_counters(settings, limits.active or per_key)
+    app[keys.LIMITS] = Gate(limits, counters, app[keys.METRICS], per_key=per_key)
     try:
         yield
     finally:  # after the runs' context: every ended run has been handed over to settle
         await app[keys.LIMITS].close()
-
-
-async def _spend_ctx(app: web.Application) -> AsyncIterator[None]:
-    settings = app[keys.SETTINGS]
-    store: SpendStore = MemorySpend()
-    if settings.redis_url:
-        store = RedisSpend(settings.redis_url, settings.redis_key_prefix)
-    app[keys.SPEND] = Spend(settings.gateway_daily_usd_budget, store, app[keys.METRICS])
-    try:
-        yield
-    finally:  # after the runs' context: every ended run has been handed over to charge
-        await app[keys.SPEND].close()
 
 
 async def _audit_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -93,9 +115,7 @@ def _audit_log(settings: Settings, metrics: Metrics) -> AuditLog | None:
         settings.gateway_audit_log,
         hash_key=key.encode() if key else None,
         content=settings.gateway_audit_content,
-        redis_url=settings.redis_url,
-        stream_key=f"{settings.redis_key_prefix}audit",
-        maxlen=settings.gateway_audit_stream_maxlen,
+        sink=audit_sink(settings),
         queue_max=settings.gateway_audit_queue_max,
         dropped=metrics.audit_dropped,
     )
@@ -127,15 +147,15 @@ async def start_run(
     request: web.Request, run_request: RunRequest, config: LoopConfig, endpoint: str,
     parent: object,
 ) -> Run:  # fmt: skip
-    """Start a validated run for its caller's key (`run_request.caller`): within its
+    """Start a validated run for its caller's key (`run_request.caller`): a model it may
+    run (else 403), priced if a dollar budget applies (else 400), within its budgets and
     limits (else 429), owned by it, its slot held until the run's task ends."""
     app = request.app
     check_capacity(app)
     caller = run_request.caller
     gate = app[keys.LIMITS]
-    if keys.SPEND in app:
-        await app[keys.SPEND].admit(caller)
-    admission = await gate.admit(caller)
+    tenant = await admit_key(request, config.plan.model)
+    admission = await gate.admit(caller, budgets.limits_for(tenant, gate.limits))
     ticket = admission.ticket
     request[keys.LIMIT_HEADERS] = admission.headers
     try:
@@ -143,6 +163,7 @@ async def start_run(
     except BaseException:
         gate.release(caller, ticket)
         raise
+    run.model = config.plan.model
     gate.hold(run.id, caller, ticket)
     try:
         await record_owner(request, run)
@@ -150,6 +171,20 @@ async def start_run(
         run.cancel("client_disconnected")
         raise
     return run
+
+
+async def admit_key(request: web.Request, model: str) -> Tenant | None:
+    """The caller's key may run `model` (403), priced if a dollar budget applies (400),
+    and has not spent its budgets (429). Its tenant (None: the API is open)."""
+    app = request.app
+    tenant = request.get(keys.TENANT)
+    if tenant is None and not app[keys.SETTINGS].gateway_daily_usd_budget:
+        return None  # nothing to check: no key of its own, no budget
+    budgets.check_model(tenant, model)
+    owed = budgets.budgets_for(tenant, app[keys.SETTINGS])
+    budgets.check_priced(model, owed, app[keys.PRICES])
+    await app[keys.SPEND].admit(request[keys.CALLER], owed)
+    return tenant
 
 
 class AtCapacity(GatewayError):

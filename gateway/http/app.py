@@ -14,7 +14,7 @@ from opentelemetry.trace import TracerProvider
 
 from gateway import __version__, pricing
 from gateway.errors import ValidationFailed
-from gateway.http import admission, batches, fleet, keys, mcp, openapi
+from gateway.http import admin, admission, batches, fleet, keys, mcp, openapi
 from gateway.http.auth import authenticate
 from gateway.http.cors import add_cors_headers, cors
 from gateway.http.guard import guard
@@ -81,14 +81,15 @@ def create_app(
     if settings.gateway_mcp_serve:
         mcp.install(app)
     app.router.add_get("/openapi.json", openapi.serve, allow_head=False)
+    app.add_routes(admin.routes(settings))
     return app
 
 
 def _finished(app: web.Application, run: Run, usage: dict[str, int], cost: float | None) -> None:
     """A run's task ended: settle its key's limits and charge its dollars."""
     app[keys.LIMITS].finished(run.id, usage)
-    if keys.SPEND in app:
-        app[keys.SPEND].charge(run.owner, cost)
+    model = run.model or app[keys.SETTINGS].model
+    app[keys.SPEND].charge(run.owner, model, usage, cost)
 
 
 def _tools_ctx(injected: ToolsetLike | None):  # type: ignore[no-untyped-def]

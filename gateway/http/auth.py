@@ -1,10 +1,15 @@
 """Authentication as its own middleware: it finds the caller's name for every /api/*
-request and records it on the request (`keys.CALLER`) and on the request's span
-(`enduser.id`). The name, never the key, travels with the run: logs, spans, audit lines.
+request and records it on the request (`keys.CALLER`, and its key as `keys.TENANT`) and on
+the request's span (`enduser.id`). The name, never the key, travels with the run: logs,
+spans, audit lines.
+
+`/api/admin/*` takes only the admin key (GATEWAY_ADMIN_KEY), and is 404 without one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -14,9 +19,13 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from opentelemetry import trace
 
+from gateway.access.tenants import Tenant
 from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.runs.run import ANONYMOUS
+
+ADMIN = "(admin)"
+"""The caller's name on admin requests (no key can be named so)."""
 
 CALLER_VAR: ContextVar[str] = ContextVar("gateway_caller", default="-")
 """The caller's name for log records. Set per request; a run's task inherits it, because
@@ -50,24 +59,46 @@ def _protected(request: web.Request) -> bool:
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Record the caller's name on the request (and its span); 401 for /api/* without a
     valid `Authorization: Bearer <key>` when keys are configured."""
-    ring = request.app[keys.KEYRING]
-    if ring.open or not _protected(request):
-        return await _as(request, handler, ANONYMOUS)
+    if request.path.startswith("/api/admin/") and request.method != "OPTIONS":
+        return await _admin(request, handler)
+    tenants = request.app[keys.TENANTS]
+    if tenants.open or not _protected(request):
+        return await _as(request, handler, ANONYMOUS, None)
+    token = bearer(request)
+    tenant = await tenants.identify(token) if token is not None else None
+    if tenant is None:
+        raise GatewayError(
+            "AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/* and /mcp"
+        )
+    trace.get_current_span().set_attribute("enduser.id", tenant.name)
+    return await _as(request, handler, tenant.name, tenant)
+
+
+def bearer(request: web.Request) -> str | None:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     token = token.strip()
     # A key is printable ASCII; other bytes arrive as lone surrogates no digest can take.
     usable = scheme.lower() == "bearer" and token.isascii() and token.isprintable()
-    name = ring.identify(token) if usable else None
-    if name is None:
-        raise GatewayError(
-            "AUTHENTICATION_ERROR", "Send Authorization: Bearer <key> for /api/* and /mcp"
-        )
-    trace.get_current_span().set_attribute("enduser.id", name)
-    return await _as(request, handler, name)
+    return token if usable and token else None
 
 
-async def _as(request: web.Request, handler: Handler, name: str) -> web.StreamResponse:
+async def _admin(request: web.Request, handler: Handler) -> web.StreamResponse:
+    admin_key = request.app[keys.SETTINGS].gateway_admin_key
+    if not admin_key:
+        raise web.HTTPNotFound()  # as any route that does not exist
+    token = bearer(request) or ""
+    digest = hashlib.sha256(token.encode()).digest()
+    if not hmac.compare_digest(digest, hashlib.sha256(admin_key.encode()).digest()):
+        raise GatewayError("AUTHENTICATION_ERROR", "Send Authorization: Bearer <admin key>")
+    return await _as(request, handler, ADMIN, None)
+
+
+async def _as(
+    request: web.Request, handler: Handler, name: str, tenant: Tenant | None
+) -> web.StreamResponse:
     request[keys.CALLER] = name
+    if tenant is not None:
+        request[keys.TENANT] = tenant
     # Not reset afterwards: aiohttp runs each request in a task of its own (a copy of the
     # context), so the name stays for that request's access log line and goes no further.
     CALLER_VAR.set(name)

@@ -16,6 +16,7 @@ import orjson
 from aiohttp import web
 
 from gateway import sse
+from gateway.access.budgets import limits_for
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch
 from gateway.batches.journal import Journal, MemoryJournal, SharedJournal, Stored
@@ -50,10 +51,11 @@ async def create(request: web.Request) -> web.Response:
     configs = await _configs(request, requests)
     caller = caller_of(request)
     admission.check_capacity(app)
-    if keys.SPEND in app:
-        await app[keys.SPEND].admit(caller)
+    for model in sorted({config.plan.model for config in configs}):
+        await admission.admit_key(request, model)  # its models, prices, budgets
     gate = app[keys.LIMITS]
-    admitted = await gate.admit(caller)  # a batch is one admission, held until it ends
+    limits = limits_for(request.get(keys.TENANT), gate.limits)
+    admitted = await gate.admit(caller, limits)  # a batch is one admission, held until it ends
     request[keys.LIMIT_HEADERS] = admitted.headers
     try:
         batch = manager.start(caller, requests, configs, request[keys.REQUEST_ID])
@@ -320,9 +322,9 @@ async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
 def _question_ended(
     app: web.Application, run: Run, usage: dict[str, int], cost: float | None
 ) -> None:
-    """A question's dollars count against its key's daily budget as each one ends."""
-    if keys.SPEND in app:
-        app[keys.SPEND].charge(run.owner, cost)
+    """A question's tokens and dollars count against its key's budgets as each one ends."""
+    model = run.model or app[keys.SETTINGS].model
+    app[keys.SPEND].charge(run.owner, model, usage, cost, batch_question=True)
 
 
 def _batch_ended(app: web.Application, batch: Batch) -> None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gateway.access.keyring import KeyRing
     from gateway.access.limits import Gate
     from gateway.access.spend import Spend
+    from gateway.access.tenants import Tenant, Tenants
     from gateway.batches.manager import BatchManager
     from gateway.ops.audit import AuditLog
     from gateway.ops.build import Build
@@ -39,8 +40,9 @@ UPSTREAMS: web.AppKey[Upstreams] = web.AppKey("upstreams")
 STARTED_AT: web.AppKey[float] = web.AppKey("started_at")
 PRICES: web.AppKey[PriceTable] = web.AppKey("prices")
 BUILD: web.AppKey[Build] = web.AppKey("build")
-SPEND: web.AppKey[Spend] = web.AppKey("spend")  # only when GATEWAY_DAILY_USD_BUDGET is set
+SPEND: web.AppKey[Spend] = web.AppKey("spend")  # each key's spend, and its dollar budgets
 KEYRING: web.AppKey[KeyRing] = web.AppKey("keyring")
+TENANTS: web.AppKey[Tenants] = web.AppKey("tenants")  # every key: the ring's and the store's
 LIMITS: web.AppKey[Gate] = web.AppKey("limits")
 MCP_SERVERS: web.AppKey[McpServers] = web.AppKey("mcp_servers")  # when any is configured
 AUDIT: web.AppKey[AuditLog] = web.AppKey("audit")  # only when GATEWAY_AUDIT_LOG is set
@@ -50,6 +52,7 @@ FILES: web.AppKey[FileOwners] = web.AppKey("files")  # who owns code execution's
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts
 CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware
+TENANT: web.RequestKey[Tenant] = web.RequestKey("tenant")  # None when the API is open
 # Bytes a stream wrote to its transport past aiohttp's writer (`SSEWriter.write_now`),
 # which the access log adds to what aiohttp counted.
 SENT_DIRECTLY = web.RequestKey("sent_directly", int)

@@ -19,7 +19,7 @@ from pydantic.json_schema import models_json_schema
 
 from gateway import __version__
 from gateway.errors import STATUS_BY_CODE, ErrorCode
-from gateway.http import keys
+from gateway.http import keys, openapi_keys
 from gateway.http.body import RunBody
 
 REF = "#/components/schemas/{model}"
@@ -403,12 +403,23 @@ def _batch_paths() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _key_paths(admin: bool) -> dict[str, Any]:
+    not_found = {"description": "No such key", "content": _json("ErrorResponse")}
+    return openapi_keys.key_paths(admin, _errors("AUTHENTICATION_ERROR"), not_found)
+
+
 @functools.cache
 def document(
-    keys_required: bool, tool_names: tuple[str, ...] = (), *, mcp_served: bool = True
+    keys_required: bool,
+    tool_names: tuple[str, ...] = (),
+    *,
+    mcp_served: bool = True,
+    admin: bool = False,
 ) -> dict[str, Any]:
-    """The whole document; `keys_required` adds the bearer scheme to /api/*."""
+    """The whole document; `keys_required` adds the bearer scheme to /api/*, `admin` the
+    admin routes."""
     pairs = [(m, "serialization") for m in _MODELS] + [(RunBody, "validation")]
+    pairs += openapi_keys.MODELS
     named, defs = models_json_schema(pairs, ref_template=REF)  # type: ignore[arg-type]
     schemas = defs.get("$defs", {})
     body_schema = named[(RunBody, "validation")]
@@ -421,7 +432,7 @@ def document(
         "info": {"title": "research-gateway", "version": __version__,
                  "description": "Claude's tool-use loop over SEC EDGAR and the web, as SSE."},
         "paths": _operations(body_schema, tool_names) | _batch_paths()
-        | (_mcp_paths() if mcp_served else {}),
+        | (_mcp_paths() if mcp_served else {}) | _key_paths(admin),
         "components": components,
     }  # fmt: skip
     _guarded(doc["paths"])
@@ -445,5 +456,6 @@ def _guarded(paths: dict[str, Any]) -> None:
 async def serve(request: web.Request) -> web.Response:
     names = tuple(sorted(request.app[keys.TOOLSET].registry.names()))
     served = request.app[keys.SETTINGS].gateway_mcp_serve
-    doc = document(not request.app[keys.KEYRING].open, names, mcp_served=served)
+    admin = bool(request.app[keys.SETTINGS].gateway_admin_key)
+    doc = document(not request.app[keys.TENANTS].open, names, mcp_served=served, admin=admin)
     return web.json_response(doc)

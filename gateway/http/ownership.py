@@ -34,5 +34,5 @@ async def check_owner(request: web.Request, run_id: str) -> None:
         owner = await runs.shared.owner(run_id)
     else:
         return  # unknown here and no other process: the handler answers its own 404
-    if owner != caller and not (owner is None and request.app[keys.KEYRING].open):
+    if owner != caller and not (owner is None and request.app[keys.TENANTS].open):
         raise GatewayError("NOT_FOUND", f"No run {run_id!r} (unknown or expired)")

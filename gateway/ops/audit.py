@@ -2,8 +2,8 @@
 name, never the key itself) ran which tool with what input.
 
 Lines are queued in memory and written by one task: to the file (in a worker thread, so a
-slow disk never stalls the event loop) and, with REDIS_URL, to a Redis stream (XADD MAXLEN
-~, one pipeline per batch). `close()` writes whatever is queued, so shutdown loses nothing;
+slow disk never stalls the event loop) and to a sink of `store/audit.py` if one is given
+(with REDIS_URL, a Redis stream). `close()` writes whatever is queued, so shutdown loses nothing;
 `reopen()` (on SIGHUP) closes and reopens the file, for logrotate's `postrotate`.
 
 The queue is bounded (GATEWAY_AUDIT_QUEUE_MAX): when the writer falls behind (a stalled
@@ -31,14 +31,12 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
-import redis.asyncio as redis
 
 from gateway.ops.metrics import Counter
-from gateway.store.redis.wire import REDIS_ERRORS
+from gateway.store.audit import AuditSink
 
 log = logging.getLogger(__name__)
 
-OP_TIMEOUT_S = 5.0
 # Lines per write. Measured with 20,000 lines queued at once: sent to Redis as one pipeline
 # they held the event loop for 876 ms (packing and parsing cost ~44 us a command); in
 # batches of 100 the loop's longest stall was 11 ms (file only: 5 ms, 20,000 lines in 50 ms).
@@ -53,7 +51,7 @@ def keyed_digest(key: bytes, raw: bytes) -> str:
 
 
 class AuditLog:
-    """A buffered writer of audit lines to a file (or stdout) and a Redis stream."""
+    """A buffered writer of audit lines to a file (or stdout) and a sink (a Redis stream)."""
 
     def __init__(
         self,
@@ -61,16 +59,12 @@ class AuditLog:
         *,
         hash_key: bytes | None = None,
         content: bool = False,
-        redis_url: str | None = None,
-        stream_key: str = "rg:audit",
-        maxlen: int = 100_000,
+        sink: AuditSink | None = None,
         queue_max: int = QUEUE_MAX,
         dropped: Counter | None = None,
     ) -> None:
         self.path = path
         self.content = content
-        self.stream_key = stream_key
-        self.maxlen = maxlen
         self.queue_max = queue_max
         # The key's inner and outer blocks hashed once; each input costs a copy (6.5 us a
         # 53-byte input against 9.9 us for hmac.digest, measured).
@@ -78,7 +72,7 @@ class AuditLog:
         self._dropped = dropped
         self._unwarned = 0  # lines dropped since the last warning
         self._warned_at = -math.inf
-        self._client = redis.Redis.from_url(redis_url) if redis_url else None
+        self.sink = sink
         self._queue: deque[bytes] = deque()
         self._wake = asyncio.Event()
         self._closing = False
@@ -129,8 +123,8 @@ class AuditLog:
             await self._write_loop()
         if self._file is not None and self._file is not sys.stdout.buffer:
             self._file.close()
-        if self._client is not None:
-            await self._client.aclose()
+        if self.sink is not None:
+            await self.sink.close()
 
     def _drop(self) -> None:
         if self._dropped is not None:
@@ -164,11 +158,12 @@ class AuditLog:
         except Exception:
             log.exception("audit: cannot write %d lines to %s", len(lines), self.path)
             self._reopen = True  # a file left in a bad state: start the next batch afresh
-        if not lines or self._client is None:
+        sink = self.sink
+        if not lines or sink is None:
             return
         try:
-            await self._to_stream(self._client, lines)
-        except REDIS_ERRORS as exc:  # Redis away or slow: expected, no traceback
+            await sink.add(lines)
+        except sink.errors as exc:  # Redis away or slow: expected, no traceback
             log.error("audit: cannot add %d lines to the Redis stream (%s)", len(lines), exc)
         except Exception:
             log.exception("audit: cannot add %d lines to the Redis stream", len(lines))
@@ -185,13 +180,6 @@ class AuditLog:
             self._file.flush()
         except OSError as exc:  # keep serving; the Redis copy (if any) still has the lines
             log.error("audit: cannot write %d lines to %s (%s)", len(lines), self.path, exc)
-
-    async def _to_stream(self, client: redis.Redis, lines: list[bytes]) -> None:
-        pipeline = client.pipeline(transaction=False)
-        async with asyncio.timeout(OP_TIMEOUT_S), pipeline as pipe:
-            for line in lines:
-                pipe.xadd(self.stream_key, {"line": line}, maxlen=self.maxlen, approximate=True)
-            await pipe.execute()
 
 
 class RunAudit:

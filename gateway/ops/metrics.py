@@ -383,6 +383,23 @@ class Metrics:
             "Run starts refused with 429, by key name and limit.",
             ["key", "limit"],
         )
+        self.key_usd = Counter(
+            "gateway_key_spend_usd_total",
+            "Dollars charged, by key name and model.",
+            ["key", "model"],
+        )
+        self.key_tokens = Counter(
+            "gateway_key_tokens_total",
+            "Tokens charged, by key name, model and class (input, output, cache_read, "
+            "cache_creation).",
+            ["key", "model", "class"],
+        )
+        self.key_runs = Counter(
+            "gateway_key_runs_total",
+            "Runs (and batch questions) charged, by key name, model and kind (run, "
+            "batch_question).",
+            ["key", "model", "kind"],
+        )
         self.audit_dropped = Counter(
             "gateway_audit_dropped_total", "Audit lines dropped: the audit queue was full."
         )

@@ -246,6 +246,9 @@ class RunManager:
             outcome: str = state.outcome or "completed"
         except asyncio.CancelledError:
             outcome = run.cancel_reason or "cancelled"
+            if run.failure is not None:  # stopped with an error (its key was revoked)
+                outcome = run.failure.code
+                terminal = events.error(run.failure.body(request.request_id))
         except GatewayError as exc:
             outcome = exc.code
             terminal = events.error(exc.body(request.request_id))

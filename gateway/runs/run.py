@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.errors import GatewayError
 from gateway.events import Outcome
 from gateway.store.eventlog import EventLog
 
@@ -61,6 +62,10 @@ class Run:
         self.cancel_reason: Outcome | None = None
         self.owner = ANONYMOUS
         """The name of the key that started the run; other keys cannot see or cancel it."""
+        self.model = ""
+        """The model the run was started with ("" for a run taken over from elsewhere)."""
+        self.failure: GatewayError | None = None
+        """Set by `fail`: the run ends with this error event instead of `final`."""
         self._grace: asyncio.TimerHandle | None = None
         self._readers_elsewhere = readers_elsewhere
         self._check: asyncio.Task[None] | None = None
@@ -96,6 +101,14 @@ class Run:
             # first step is already scheduled, so it goes before this.
             asyncio.get_running_loop().call_soon(self.task.cancel)
         return True
+
+    def fail(self, error: GatewayError) -> bool:
+        """Stop the run with an `error` event (its key was revoked); False if it had ended."""
+        if self.done or self.task is None:
+            return False
+        if self.failure is None and self.cancel_reason is None:
+            self.failure = error
+        return self.cancel("cancelled")
 
     def _start_grace(self) -> None:
         if self._grace is not None:

@@ -1,10 +1,11 @@
 """Per-key limit counters in Redis, shared by every replica: one script call per run start
 (check all three limits and count the start, atomically), one transaction per run end.
+The `Counters` of `store/counters.py`, for `access/limits.py`'s gate.
 
 Keys, under `redis_key_prefix` + `limit:`:
 
     {name}:starts         sorted set of the run starts of the last minute, scored by their
-                          time (a sliding window, as in limits.py); expires a minute after
+                          time (a sliding window, as in counters.py); expires a minute after
                           the last start
     {name}:running        sorted set of the runs in progress, scored by their lease's end
     {name}:tokens:{day}   tokens charged on that UTC day; kept two days
@@ -24,7 +25,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from gateway.access.limits import WINDOW_S, Limits, Refusal, Window, seconds_to_midnight, utc_day
+from gateway.store.counters import WINDOW_S, Limits, Refusal, Window, seconds_to_midnight, utc_day
 from gateway.store.redis.wire import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,7 @@ class RedisCounters:
             async with asyncio.timeout(OP_TIMEOUT_S):
                 reply: Any = await self._take(keys=self._keys(name, utc_day(now)), args=args)
         except REDIS_ERRORS as exc:
-            log.warning("limits: Redis does not answer (%s); letting a start of %s through",
-                        exc, name)  # fmt: skip
+            log.warning("limits: Redis does not answer (%s); a start of %s let through", exc, name)
             return None
         limit, retry_ms = reply[0].decode(), int(reply[1])
         if not limit:

@@ -1,0 +1,100 @@
+"""What each key spent, per model, per UTC day and per UTC month: the ledger the budgets
+of `access/spend.py` read and the admin API shows.
+
+    SpendLedger   the interface: add amounts to a key's periods, read one period
+    MemoryLedger  one process (lost on restart)
+    SqliteLedger  a SQLite file (`store/sqlite.py`), without Redis
+    RedisLedger   every replica sharing REDIS_URL (`store/redis/spend.py`)
+
+A period is a UTC day (`2026-12-05`) or month (`2026-12`). Amounts are the `FIELDS` below;
+each period reads as {model: {field: amount}}.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Protocol
+
+FIELDS = (
+    "runs",
+    "batch_questions",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "usd",
+)
+"""What is counted for each key, model and period."""
+
+ByModel = dict[str, dict[str, float]]
+
+
+_day: tuple[float, float, tuple[str, str]] = (0.0, 0.0, ("", ""))
+"""The UTC day last asked about: its start and end (seconds) and its periods."""
+
+
+def periods(now: float) -> tuple[str, str]:
+    """The UTC day and month of `now` (seconds since the epoch); worked out once a day."""
+    global _day
+    start, end, found = _day
+    if start <= now < end:
+        return found
+    moment = datetime.fromtimestamp(now, UTC)
+    midnight = datetime(moment.year, moment.month, moment.day, tzinfo=UTC).timestamp()
+    found = (moment.date().isoformat(), moment.strftime("%Y-%m"))
+    _day = (midnight, midnight + 86_400, found)
+    return found
+
+
+class SpendLedger(Protocol):
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        """Add at once, if this ledger can without I/O (True); False: `add` must do it."""
+
+    async def add(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> None:
+        """Add `amounts` (fields of FIELDS) to the key's model in a UTC day and its month
+        (`in_periods`, as `periods` gives them)."""
+
+    async def read(self, name: str, period: str) -> ByModel:
+        """What the key spent in the period, by model (raises when the store fails)."""
+
+    async def close(self) -> None: ...
+
+
+class MemoryLedger:
+    """One process's ledger. Only days are kept, flat by (key, day, model): a month reads
+    as the sum of its days, so charging a run costs one lookup."""
+
+    def __init__(self) -> None:
+        self._spent: dict[tuple[str, str, str], dict[str, float]] = {}
+
+    def add_now(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> bool:
+        day = in_periods[0]  # its month is read from its days
+        fields = self._spent.get((name, day, model))
+        if fields is None:
+            fields = self._spent[name, day, model] = {}
+        for field, amount in amounts.items():
+            fields[field] = fields.get(field, 0) + amount
+        return True
+
+    async def add(
+        self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
+    ) -> None:
+        self.add_now(name, model, in_periods, amounts)
+
+    async def read(self, name: str, period: str) -> ByModel:
+        spent: ByModel = {}
+        for (owner, day, model), fields in self._spent.items():
+            if owner == name and day.startswith(period):  # the day, or a day of the month
+                total = spent.setdefault(model, {})
+                for field, amount in fields.items():
+                    total[field] = total.get(field, 0) + amount
+        return spent
+
+    async def close(self) -> None:
+        pass
