@@ -28,6 +28,7 @@ def test_off_loopback_needs_keys_or_the_override(host: str, tmp_path: Path) -> N
         {"gateway_api_keys": "ops:k"},
         {"gateway_api_keys_file": str(keys_file)},
         {"gateway_allow_unauthenticated": True},
+        {"gateway_admin_key": "admin-key-of-16-chars"},
     ):
         assert unauthenticated_exposure(Settings(_env_file=None, host=host, **given)) is None
 

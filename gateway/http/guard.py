@@ -157,9 +157,9 @@ def unauthenticated_exposure(settings: Settings) -> str | None:
     """Why this server must not start (bound off loopback with no keys), or None."""
     if is_loopback_address(settings.host) or settings.gateway_allow_unauthenticated:
         return None
-    # Runtime-managed keys (an admin key) count as keys too, where that setting exists.
-    admin_key = getattr(settings, "gateway_admin_key", None)
-    if settings.gateway_api_keys or settings.gateway_api_keys_file or admin_key:
+    # Keys made at runtime through the admin API count as keys: with an admin key set,
+    # every /api/* route needs one.
+    if settings.gateway_api_keys or settings.gateway_api_keys_file or settings.gateway_admin_key:
         return None
     return (
         f"HOST={settings.host} serves other machines, and no key is configured: anyone who "
