@@ -3,6 +3,7 @@ figure is a reported value (formatted) or a change computed from two reported va
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
@@ -133,7 +134,7 @@ def when(row: dict[str, Any], kind: str, gated: Gated) -> str:
     """The period of a value, in the words of the question's period."""
     if kind == "instant" and gated.year:
         return f"at {row['end']}, the end of FY{gated.year}"
-    return period(row, kind)
+    return gated.label or period(row, kind)
 
 
 def _missing(s: Series, step: Step, q: Question, gated: Gated) -> str:
@@ -164,13 +165,24 @@ def _change(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind
     older = history[history.index(pick) + 1 :]
     if not older or kind == "instant":
         return ""
-    prev = older[0]
+    prev = older[0] if kind == "annual" else _year_ago(pick, older)
+    if prev is None:
+        return ""
     if kind == "annual" and fiscal_year(prev) != fiscal_year(pick) - 1:
         return ""
     moved = change(pick["value"], prev["value"])
     if moved == "n/m":
         return ""
     return f" That is a change of {moved} on {period(prev, kind)}."
+
+
+def _year_ago(pick: dict[str, Any], older: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The same quarter a year earlier (a fourth quarter is missing from the quarters)."""
+    end = dt.date.fromisoformat(str(pick["end"]))
+    return next(
+        (r for r in older if 357 <= (end - dt.date.fromisoformat(str(r["end"]))).days <= 371),
+        None,
+    )
 
 
 def _filings_note(q: Question, conv: Conversation) -> str:

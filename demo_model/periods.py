@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from demo_model.fmt import fiscal_year
+from demo_model.quarters import place
 from demo_model.spans import Span
 
 __all__ = ["CALENDAR", "Gated", "asked_text", "gate", "target_year", "wants_calendar"]
@@ -38,12 +39,16 @@ class Gated:
     miss: str = ""
     year: int | None = None
     """The fiscal year the question asked for, once placed."""
+    label: str = ""
+    """A named quarter's period in words ("fiscal Q2 FY2025, the quarter from ... to ...")."""
 
 
 def wants_calendar(span: Span, instant: bool) -> bool:
     """The company's fiscal calendar is needed for the last fiscal year (which one it is
     is the company's, not one figure's: a figure no longer reported would otherwise make
     an older year "the last"), and for a balance-sheet value of a year (its last day)."""
+    if span.named:
+        return True  # its fiscal quarters are counted from its fiscal years' starts
     if span.quarter or span.unclear:
         return False
     return bool(span.latest_year) or (instant and bool(span.fiscal_year))
@@ -63,6 +68,8 @@ def target_year(span: Span, annual: list[Row], today: dt.date | None = None) -> 
 
 def asked_text(span: Span, year: int | None) -> str:
     """The period asked for, in words (for the answer's first sentence and its misses)."""
+    if span.named:
+        return span.named.asked()
     if span.quarter:
         return "the latest quarter"
     if year:
@@ -86,9 +93,7 @@ def gate(
     if span.unclear:
         return Gated(kind, None, f"I didn't understand the period “{span.unclear}”")
     if span.quarter:
-        if kind == "annual":
-            return Gated(kind, None, "the latest quarter is not an annual value")
-        return Gated(kind, rows[0] if rows else None, "" if rows else "no quarterly value")
+        return _quarter(span, kind, rows, calendar)
     if kind == "instant":
         return _instant(span, rows, calendar, today)
     if span.calendar_year and not span.fiscal_year:
@@ -102,6 +107,20 @@ def gate(
         return Gated(kind, None, _stale(calendar or rows))
     found = next((r for r in rows if fiscal_year(r) == year), None)
     return Gated(kind, found, "" if found else f"no value for fiscal year {year}", year)
+
+
+def _quarter(span: Span, kind: str, rows: list[Row], calendar: list[Row] | None) -> Gated:
+    """The latest quarter's value (a balance: the latest 10-Q's), or the quarter named."""
+    if kind == "annual":
+        return Gated(kind, None, "a quarter is not an annual value")
+    if span.named is None:
+        found = rows[0] if rows and kind != "instant" else None
+        found = found or next((r for r in rows if str(r.get("form")).startswith("10-Q")), None)
+        return Gated(kind, found, "" if found else "no quarterly value")
+    if kind == "instant":
+        return Gated(kind, None, "I give balance-sheet values at a fiscal year's end or the latest")
+    placed = place(span.named, rows, calendar or [])
+    return Gated(kind, placed.row, placed.miss, label=placed.label)
 
 
 def _instant(

@@ -75,10 +75,12 @@ def _limit(q: Question, conv: Conversation) -> int:
     """Periods enough to reach any fiscal year the data holds: sixteen years of annual
     values, or sixteen years of balance-sheet dates (up to four a year). One limit per
     kind, so the same figure is the same call whichever year is asked."""
+    if q.span.named:
+        return QUARTER_LIMIT
     return INSTANT_LIMIT if any(m.instant for m in q.metrics) else FLOW_LIMIT
 
 
-FLOW_LIMIT, INSTANT_LIMIT = 16, 64
+FLOW_LIMIT, INSTANT_LIMIT, QUARTER_LIMIT = 16, 64, 80
 
 
 def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:

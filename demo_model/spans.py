@@ -7,6 +7,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from demo_model.quarters import NamedQuarter, named_quarter
+
 __all__ = ["Span", "find_limit", "find_span"]
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -24,7 +26,9 @@ class Span:
     fiscal_year: int | None = None
     calendar_year: int | None = None
     quarter: bool = False
-    """The latest quarter ("last quarter"), not a year."""
+    """A quarter, not a year: the latest ("last quarter"), or the one `named`."""
+    named: NamedQuarter | None = None
+    """A quarter named ("Q2 FY2025", "the quarter ended July 2024", "calendar Q2 2024")."""
     latest_year: bool = False
     """The latest fiscal year ("last fiscal year", "last yr")."""
     back: int = 0
@@ -83,6 +87,8 @@ def unclear_period(text: str) -> str | None:
 def find_span(text: str, today: dt.date) -> Span:
     """The period of a question; relative ones ("that year") are placed by the caller."""
     text = re.sub(r"\byrs?\b", lambda m: "years" if m.group().endswith("s") else "year", text)
+    if named := named_quarter(text):
+        return Span(quarter=True, named=named)
     unclear = unclear_period(text)
     if unclear:
         return Span(unclear=unclear)

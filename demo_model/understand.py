@@ -12,7 +12,16 @@ from typing import Literal
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
 from demo_model.spans import Span, find_limit, find_span
-from demo_model.vocab import ACRONYMS, FORMS, METRICS, STOPWORDS, TOPICS, Metric, Topic
+from demo_model.vocab import (
+    ACRONYMS,
+    FORMS,
+    METRICS,
+    STOPWORDS,
+    TOPICS,
+    Metric,
+    Topic,
+    share_of_revenue,
+)
 
 __all__ = ["Intent", "Question", "Span", "understand"]
 
@@ -96,6 +105,8 @@ def understand(
     firms, unknown = found.firms, found.unknown
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
     span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
+    if span == Span() and metrics and forms == ("10-Q",):
+        span = Span(quarter=True)  # "net income in the latest 10-Q": that form's figures
     follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative)
     before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
     if span.relative:
@@ -169,6 +180,8 @@ def _by_span(intent: Intent, span: Span) -> Intent:
     """One figure or its history, by the period: one year asks for one figure."""
     if intent not in ("metric", "trend"):
         return intent
+    if span.named:
+        return "metric"  # "revenue growth in Q2 FY2025": that quarter's figure
     if span.after and span.before and _one_year(span):
         return "metric"  # "revenue growth in 2023": that year's figure and its change
     if span.after:
@@ -313,7 +326,7 @@ def find_metrics(text: str) -> tuple[Metric, ...]:
             found.append((match.start(), metric))
         rest = metric.pattern.sub(lambda m: " " * len(m.group()), rest)
     unique = dict.fromkeys(m for _, m in sorted(found, key=lambda f: f[0]))
-    return tuple(unique)
+    return share_of_revenue(tuple(unique), text)
 
 
 def find_topic(text: str) -> Topic | None:

@@ -380,7 +380,8 @@ async def test_a_comparison_with_a_missing_company(demo_gateway: Client, toolset
     assert "largest" not in run.answer and "$215.9 billion" in run.answer
 
 
-async def test_a_named_quarter_is_not_guessed(demo_gateway: Client) -> None:
+async def test_a_fourth_fiscal_quarter_is_not_given_as_another_period(demo_gateway: Client) -> None:
+    """A 10-K reports the year, not its fourth quarter: said, and no figure given."""
     run = await ask(demo_gateway, "revenue of apple in q4 2025")
-    assert run.uses == [] and run.answer.startswith("I can't answer that about Apple")
-    assert "last quarter" in run.answer
+    assert run.answer.startswith("I have no revenue of Apple Inc. for fiscal Q4 2025")
+    assert "$" not in run.answer.split("In the offline snapshot")[0]
