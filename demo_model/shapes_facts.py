@@ -64,7 +64,7 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
         if metrics[0].ratio:
             say += f" and compute its {metrics[0].label} from them"
         calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
-        if any(wants_calendar(q.span, m.instant) for m in parts):
+        if any(wants_calendar(q.span, m.instant) or (q.years and m.instant) for m in parts):
             say += ", and the end dates of its fiscal years, to place the year's last day"
             calls += (calendar_call(q.firms[0].ticker, FLOW_LIMIT),)
         return Next(say + ".", calls)

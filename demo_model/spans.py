@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from demo_model.quarters import NamedQuarter, named_quarter
 
-__all__ = ["Span", "find_limit", "find_span"]
+__all__ = ["Span", "find_limit", "find_span", "two_years"]
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
@@ -138,4 +138,31 @@ def _one_year(text: str) -> Span:
 def find_limit(text: str) -> int | None:
     if m := re.search(rf"\b(?:last|latest|top|first|recent|newest)\s+{_N}\b(?![-\w])", text, re.I):
         return _number(m.group(1))
+    return None
+
+
+_YY = r"'?((?:19|20)\d{2}|\d{2})\b"
+_TWO_YEARS = (
+    re.compile(rf"\b(?:between|from)\s+(?:fy|fiscal(?: year)?|cy)?\s*{_YY}\s+(?:and|to|through|"
+               rf"until|vs\.?|versus)\s+(?:fy|fiscal(?: year)?)?\s*{_YY}", re.I),
+    re.compile(rf"\b(?:fy|fiscal(?: year)?)\s*{_YY}\s+(?:to|vs\.?|versus|and)\s+"
+               rf"(?:fy|fiscal(?: year)?)?\s*{_YY}", re.I),
+)  # fmt: skip
+_CHANGE = re.compile(
+    r"\bchang|\bris(?:e|en)\b|\brose\b|\bgr[eo]wn?\b|\bgrowth\b|\bincreas|\bdecreas|"
+    r"\bdeclin|\bf[ae]ll\b|\bfallen\b|\bdrop|\bhow much (?:did|has|have|was)\b|\bdiffer|"
+    r"\bmove|\bjump|\bshr[iau]nk|\bwent\b|\bvs\.?\s|\bversus\b|\bcompare",
+    re.I,
+)
+
+
+def two_years(text: str) -> tuple[int, int] | None:
+    """The two fiscal years of a change asked between them ("how much did revenue rise
+    from FY2023 to FY2024", "net income change between 2022 and 2024"), oldest first."""
+    if not _CHANGE.search(text):
+        return None
+    for pattern in _TWO_YEARS:
+        if m := pattern.search(text):
+            a, b = (int(y) if len(y) == 4 else 2000 + int(y) for y in m.groups())
+            return (min(a, b), max(a, b)) if a != b else None
     return None

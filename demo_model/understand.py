@@ -11,7 +11,7 @@ from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
-from demo_model.spans import Span, find_limit, find_span
+from demo_model.spans import Span, find_limit, find_span, two_years
 from demo_model.vocab import (
     ACRONYMS,
     FORMS,
@@ -95,6 +95,8 @@ class Question:
     """Why the demo cannot answer (intent `unsupported`)."""
     unclear: tuple[str, ...] = ()
     """Parts of the question not understood, as said (a period it cannot place)."""
+    years: tuple[int, int] | None = None
+    """The two fiscal years of a change asked between them ("from FY2023 to FY2024")."""
 
 
 def understand(
@@ -122,6 +124,9 @@ def understand(
     if reason and (firms or reason.startswith(DECLINED)):
         intent = "unsupported"
     intent, reason = _settle(intent, reason, firms, unknown, metrics, span)
+    years = two_years(text) if metrics and not span.quarter else None
+    if years and intent == "trend":
+        intent = "metric"  # "how much did revenue rise between 2023 and 2025": that change
     return Question(
         text=text,
         intent=intent,
@@ -135,6 +140,7 @@ def understand(
         limit=find_limit(text),
         reason=reason,
         unclear=_unclear(text, span, intent == "help" and bool(metrics) and not firms),
+        years=years if intent == "metric" else None,
     )
 
 
