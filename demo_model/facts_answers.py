@@ -90,7 +90,7 @@ def series_steps(conv: Conversation, tool: str = FACTS) -> list[Step]:
 
 def metric(q: Question, conv: Conversation) -> str:
     if q.years and not q.metrics[0].ratio:
-        from demo_model.changes import change_answer  # noqa: PLC0415 (it builds on this module)
+        from demo_model.changes import change_answer
 
         return change_answer(q, conv) + _filings_note(q, conv)
     if q.metrics and q.metrics[0].ratio is not None:
