@@ -9,8 +9,16 @@ import re
 from typing import Any
 
 from demo_model.conversation import Conversation
-from demo_model.facts_answers import calendar_rows, failed, filing_ref, label_of, series_steps
+from demo_model.facts_answers import (
+    calendar_rows,
+    failed,
+    filing_ref,
+    filings_note,
+    label_of,
+    series_steps,
+)
 from demo_model.fmt import change, fiscal_year, money
+from demo_model.margins import margin_parts, pairs, parts_of
 from demo_model.periods import Gated, gate
 from demo_model.results import Series, as_of, as_series
 from demo_model.spans import Span
@@ -21,6 +29,12 @@ __all__ = ["ASKS_GROWTH", "change_answer", "fastest"]
 
 def change_answer(q: Question, conv: Conversation) -> str:
     assert q.years is not None
+    if q.metrics[0].ratio:
+        return _derived_change(q, conv, q.years)
+    return _change(q, conv, q.years) + filings_note(q, conv)
+
+
+def _change(q: Question, conv: Conversation, years: tuple[int, int]) -> str:
     steps = series_steps(conv)
     s = as_series(steps[0]) if steps else None
     if s is None:
@@ -29,10 +43,10 @@ def change_answer(q: Question, conv: Conversation) -> str:
     history = s.instant or s.annual
     calendar = calendar_rows(conv, steps[0].input.get("company_identifier"))
     today = as_of(conv, steps[0])
-    gated = [gate(Span(fiscal_year=y), kind, history, calendar, today) for y in q.years]
-    label, (first, last) = label_of(steps[0]), q.years
+    gated = [gate(Span(fiscal_year=y), kind, history, calendar, today) for y in years]
+    label, (first, last) = label_of(steps[0]), years
     if gated[0].row is None or gated[1].row is None:
-        return _missing(s, label, q.years, gated, kind)
+        return _missing(s, label, years, gated, kind)
     old, new = gated[0].row, gated[1].row
     moved = new["value"] - old["value"]
     verb = "rose" if moved > 0 else "fell" if moved < 0 else "was unchanged"
@@ -42,6 +56,42 @@ def change_answer(q: Question, conv: Conversation) -> str:
         f"**{s.company}**'s {label} {verb}{by if moved else ''} from FY{first} to FY{last}: "
         f"from {_cited(old, s, kind)} to {_cited(new, s, kind)}. "
         f"(XBRL concept `{s.concept}`; the change is the FY{last} value less the FY{first} one.)"
+    )
+
+
+def _derived_change(q: Question, conv: Conversation, years: tuple[int, int]) -> str:
+    """A margin, a ratio or free cash flow in both years, each from its two parts."""
+    metric, (top_m, bottom_m) = q.metrics[0], margin_parts(q.metrics[0])
+    found = parts_of(q, conv, None)
+    if found is None:
+        return f"I couldn't compute the {metric.label}: the figures it needs did not come back."
+    top, bottom = found
+    by_year = {fiscal_year(a): (a, b) for a, b in pairs(metric, top, bottom, "annual")}
+    lacking = [y for y in years if y not in by_year]
+    if lacking:
+        return (
+            f"I can't compute the change in {top.company}'s {metric.label} from FY{years[0]} to "
+            f"FY{years[1]}: it needs {top_m.label} and {bottom_m.label} of both years, and "
+            f"there are not both for fiscal year {' or '.join(map(str, lacking))}."
+        )
+    (a0, b0), (a1, b1) = by_year[years[0]], by_year[years[1]]
+    if metric.difference:
+        old, new = a0["value"] - b0["value"], a1["value"] - b1["value"]
+        moved = f"{money(abs(new - old))} ({'up' if new >= old else 'down'})"
+        shown = f"from {money(old)} to **{money(new)}**"
+    else:
+        old, new = a0["value"] / b0["value"] * 100, a1["value"] / b1["value"] * 100
+        moved = f"{new - old:+.1f} percentage points"
+        shown = f"from {old:.1f}% to **{new:.1f}%**"
+    joint = "less" if metric.difference else "on"
+
+    def how(a: dict[str, Any], b: dict[str, Any]) -> str:
+        return (f"{top_m.label} of {money(a['value'])} {joint} {bottom_m.label} of "
+                f"{money(b['value'])} ({_cited(a, top, 'annual').split(' (', 1)[1]}")  # fmt: skip
+
+    return (
+        f"**{top.company}**'s {metric.label} went {shown} from FY{years[0]} to FY{years[1]}, "
+        f"{moved}: FY{years[0]} {how(a0, b0)}; FY{years[1]} {how(a1, b1)}."
     )
 
 

@@ -89,17 +89,13 @@ def series_steps(conv: Conversation, tool: str = FACTS) -> list[Step]:
 
 
 def metric(q: Question, conv: Conversation) -> str:
-    if q.years and not q.metrics[0].ratio:
-        from demo_model.changes import change_answer
-
-        return change_answer(q, conv) + _filings_note(q, conv)
     if q.metrics and q.metrics[0].ratio is not None:
         steps = series_steps(conv)
         broken = [failed(s, q) for s in steps if s.is_error]
         parts = broken[:1] if broken else [derived(q, conv, filing_ref)]
     else:
         parts = [_metric_part(step, q, conv) for step in series_steps(conv)]
-    return "\n\n".join(parts) + _filings_note(q, conv)
+    return "\n\n".join(parts) + filings_note(q, conv)
 
 
 _DID_IT = re.compile(
@@ -189,7 +185,7 @@ def _year_ago(pick: dict[str, Any], older: list[dict[str, Any]]) -> dict[str, An
     )
 
 
-def _filings_note(q: Question, conv: Conversation) -> str:
+def filings_note(q: Question, conv: Conversation) -> str:
     listed = conv.done(FILINGS)
     if not listed:
         return ""
@@ -203,7 +199,7 @@ def trend(q: Question, conv: Conversation) -> str:
     series = [(step, s) for step, s in found if s is not None and s.annual]
     failures = [failed(step, q) for step, s in found if s is None]
     if not series:
-        return "\n\n".join(failures or ["The data has no annual values."]) + _filings_note(q, conv)
+        return "\n\n".join(failures or ["The data has no annual values."]) + filings_note(q, conv)
     step, main = series[0]
     annual = _in_span(list(reversed(main.annual)), q)
     label = label_of(step)

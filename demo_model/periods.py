@@ -114,8 +114,8 @@ def _quarter(span: Span, kind: str, rows: list[Row], calendar: list[Row] | None)
     if kind == "annual":
         return Gated(kind, None, "a quarter is not an annual value")
     if span.named is None:
-        found = rows[0] if rows and kind != "instant" else None
-        found = found or next((r for r in rows if str(r.get("form")).startswith("10-Q")), None)
+        found = next((r for r in rows if str(r.get("form")).startswith("10-Q")), None)
+        found = found or (rows[0] if rows and kind != "instant" else None)
         return Gated(kind, found, "" if found else "no quarterly value")
     if kind == "instant":
         return Gated(kind, None, "I give balance-sheet values at a fiscal year's end or the latest")

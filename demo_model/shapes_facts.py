@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from demo_model import compare_answers, facts_answers
+from demo_model.changes import change_answer
 from demo_model.common import Next, firm_names, ident
 from demo_model.conversation import Conversation
 from demo_model.facts_answers import calendar_call
@@ -68,7 +69,8 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
             say += ", and the end dates of its fiscal years, to place the year's last day"
             calls += (calendar_call(q.firms[0].ticker, FLOW_LIMIT),)
         return Next(say + ".", calls)
-    return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
+    write = change_answer if q.years else facts_answers.metric
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, write)
 
 
 def _limit(q: Question, conv: Conversation) -> int:

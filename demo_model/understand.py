@@ -109,7 +109,8 @@ def understand(
     span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
     if span == Span() and metrics and forms == ("10-Q",):
         span = Span(quarter=True)  # "net income in the latest 10-Q": that form's figures
-    follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative)
+    alone = not (firms or unknown) and bool(metrics)  # "what's the R&D spend?" after Apple's
+    follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative or alone)
     before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
     if span.relative:
         span = placed(span, before.span if before else None, text)
@@ -125,6 +126,8 @@ def understand(
         intent = "unsupported"
     intent, reason = _settle(intent, reason, firms, unknown, metrics, span)
     years = two_years(text) if metrics and not span.quarter else None
+    if before is not None and years is None and span == before.span and metrics:
+        years = before.years  # "and its net income?" after a change between two years
     if years and intent == "trend":
         intent = "metric"  # "how much did revenue rise between 2023 and 2025": that change
     return Question(
