@@ -29,6 +29,9 @@ __all__ = ["ASKS_GROWTH", "change_answer", "fastest"]
 
 def change_answer(q: Question, conv: Conversation) -> str:
     assert q.years is not None
+    broken = [failed(s, q) for s in series_steps(conv) if s.is_error]
+    if broken:
+        return "\n\n".join(broken[:1]) + filings_note(q, conv)
     if q.metrics[0].ratio:
         return _derived_change(q, conv, q.years)
     return _change(q, conv, q.years) + filings_note(q, conv)
@@ -77,22 +80,24 @@ def _derived_change(q: Question, conv: Conversation, years: tuple[int, int]) -> 
     (a0, b0), (a1, b1) = by_year[years[0]], by_year[years[1]]
     if metric.difference:
         old, new = a0["value"] - b0["value"], a1["value"] - b1["value"]
-        moved = f"{money(abs(new - old))} ({'up' if new >= old else 'down'})"
-        shown = f"from {money(old)} to **{money(new)}**"
+        verb = "rose" if new > old else "fell" if new < old else "was unchanged"
+        lead = (
+            f"**{top.company}**'s {metric.label} {verb} by **{money(abs(new - old))}** from "
+            f"FY{years[0]} to FY{years[1]}, from {money(old)} to {money(new)}"
+        )
     else:
         old, new = a0["value"] / b0["value"] * 100, a1["value"] / b1["value"] * 100
-        moved = f"{new - old:+.1f} percentage points"
-        shown = f"from {old:.1f}% to **{new:.1f}%**"
+        lead = (
+            f"**{top.company}**'s {metric.label} went from {old:.1f}% to **{new:.1f}%** from "
+            f"FY{years[0]} to FY{years[1]}, {new - old:+.1f} percentage points"
+        )
     joint = "less" if metric.difference else "on"
 
     def how(a: dict[str, Any], b: dict[str, Any]) -> str:
         return (f"{top_m.label} of {money(a['value'])} {joint} {bottom_m.label} of "
                 f"{money(b['value'])} ({_cited(a, top, 'annual').split(' (', 1)[1]}")  # fmt: skip
 
-    return (
-        f"**{top.company}**'s {metric.label} went {shown} from FY{years[0]} to FY{years[1]}, "
-        f"{moved}: FY{years[0]} {how(a0, b0)}; FY{years[1]} {how(a1, b1)}."
-    )
+    return f"{lead}: FY{years[0]} {how(a0, b0)}; FY{years[1]} {how(a1, b1)}."
 
 
 def _cited(row: dict[str, Any], s: Series, kind: str) -> str:

@@ -83,7 +83,8 @@ def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None)
         return _cannot(q, top, bottom, kind, gated)
     text = (
         f"**{top.company}**'s {metric.label} was **{_value(metric, pair)}** in "
-        f"{period(pair[0], kind)}: {_how(metric, pair)}, per its {cite(pair[0], top.cik)}."
+        f"{gated.label or period(pair[0], kind)}: {_how(metric, pair)}, per its "
+        f"{cite(pair[0], top.cik)}."
     )
     sign = "−" if metric.difference else "÷"
     return text + f" (XBRL `{top.concept}` {sign} `{bottom.concept}`.)"

@@ -152,7 +152,7 @@ METRICS: tuple[Metric, ...] = (
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
 SHARE_OF_REVENUE = re.compile(
-    r"\b(?:as an? |in )?(?:share|percent(?:age)?|%|proportion|fraction|ratio) (?:of|to) "
+    r"(?:share|percent(?:age)?|%|proportion|fraction|ratio) (?:of|to) "
     r"(?:total )?(?:revenues?|sales)\b|\bto[- ](?:revenue|sales) ratio\b|/ ?(?:revenue|sales)\b|"
     r"\brelative to (?:revenues?|sales)\b|\bintensity\b|\bof (?:revenues?|sales) (?:spent|went)",
     re.I,
@@ -252,7 +252,7 @@ ACRONYMS = frozenset(
     """CIK SEC EPS CEO CFO COO CTO MD MDA US USA AI GAAP XBRL FY CY IPO ETF EDGAR API TTM YOY
     EBITDA NYSE OTC NASDAQ ESG LLM FAQ ID PDF HTML JSON URL OK Q1 Q2 Q3 Q4 YTD QOQ R&D IT
     HR PR ROE ROI ROA AND OR THE FOR OF IN ON TO DEI ITEM USD FCF NI SG&A SGA OPEX CAPEX EBIT
-    LTM H1 H2 YR PE ROIC DPS SBC EV BS IS CF PNL P&L Y/Y""".split()  # noqa: SIM905
+    LTM H1 H2 YR PE ROIC DPS SBC EV BS IS CF PNL P&L Y/Y ETR COGS EBT LT""".split()  # noqa: SIM905
 )
 
 STOPWORDS = frozenset(
