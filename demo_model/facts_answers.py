@@ -61,7 +61,7 @@ def failed(step: Step, q: Question | None = None) -> str:
     who = str(step.input.get("company_identifier", ""))
     named = next((f.label for f in q.firms if who in (str(f.cik), f.ticker)), who) if q else who
     asked = ""
-    if q is not None and (q.span.names_year or q.span.named):
+    if q is not None and (q.span.names_year or q.span.quarter):
         year = q.span.fiscal_year - q.span.back if q.span.fiscal_year else None
         asked = f" for {asked_text(q.span, year)}"
     text = f"I couldn't get the {label_of(step)} of {named}{asked}: {reason_of(step)}."

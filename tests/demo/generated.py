@@ -122,7 +122,8 @@ BY_KEY = {f.key: f for f in FIGURES}
 CONCEPT_OF = {"gross_profit": "gross_profit", "revenue": "revenue", "net_income": "net_income",
               "operating_income": "operating_income", "operating_cash_flow": "operating_cash_flow",
               "capital_expenditures": "capital_expenditures",
-              "income_tax": "IncomeTaxExpenseBenefit", PRETAX: PRETAX, "research_and_development": "research_and_development",
+              "income_tax": "IncomeTaxExpenseBenefit", PRETAX: PRETAX,
+              "research_and_development": "research_and_development",
               "SellingGeneralAndAdministrativeExpense": "SellingGeneralAndAdministrativeExpense",
               }  # fmt: skip
 
@@ -439,7 +440,7 @@ def generate(n: int, seed: int = 30) -> list[Case]:
     """n cases: about 55% single questions, 15% follow-up chains, 8% to decline, and 22%
     of the kinds of generated_more.py (named quarters, the latest 10-Q, changes between two
     years, what is not reported)."""
-    from tests.demo.generated_more import more  # noqa: PLC0415 (it builds on this module)
+    from tests.demo.generated_more import more  # it builds on this module
 
     rng = random.Random(seed)
     cases = []
