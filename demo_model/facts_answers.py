@@ -10,6 +10,7 @@ from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
+from demo_model.fourth import fourth_quarter
 from demo_model.margins import derived
 from demo_model.periods import CALENDAR, Gated, asked_text, gate
 from demo_model.reply import Call
@@ -119,7 +120,8 @@ def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
     gated = gate(q.span, kind, history, calendar, as_of(conv, step))
     pick = gated.row
     if pick is None:
-        return _missing(s, step, q, gated)
+        computed = fourth_quarter(q.span.named, s, calendar, label_of(step), filing_ref)
+        return computed or _missing(s, step, q, gated)
     loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (
         f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}**{loss} "

@@ -118,6 +118,8 @@ def quarter_expected(company: Company, figure: Figure, period: Period) -> Expect
         return Expected(float(row["value"]), f"at {row['end']}") if row else Expected(None)
     concept = CONCEPT_OF[figure.parts[0]] if figure.parts else figure.concept
     row = find_quarter(company.cik, concept, period)
+    if row is None and period.kind == "fiscal_q" and not figure.parts and figure.key != "eps":
+        return fourth_expected(company, figure, period)
     if row is None:
         return Expected(None, missing=(asked(period),))
     where = quarter_number(company.cik, row)
@@ -132,6 +134,25 @@ def quarter_expected(company: Company, figure: Figure, period: Period) -> Expect
     if figure.difference:
         return Expected(a - b, said, parts=(a, b))
     return Expected(round(a / b * 100, 1), said, parts=(a, b), percent=True)
+
+
+def fourth_expected(company: Company, figure: Figure, period: Period) -> Expected:
+    """A fiscal Q4: the year's value less its three quarters, when all four are reported."""
+    number, year = _spec(period)
+    annual = rows(company.cik, figure.concept, "annual")
+    whole = next((r for r in annual if fiscal_year(r) == year), None)
+    quarters = {}
+    for row in _quarterly(company.cik, figure.concept):
+        where = quarter_number(company.cik, row)
+        if where is not None and where[0] == year:
+            quarters.setdefault(where[1], row)
+    if number != 4 or whole is None or sorted(quarters) != [1, 2, 3]:
+        return Expected(None, missing=(asked(period),))
+    if quarters[1]["start"] != whole["start"]:
+        return Expected(None, missing=(asked(period),))
+    three = tuple(float(quarters[n]["value"]) for n in (1, 2, 3))
+    value = float(whole["value"]) - sum(three)
+    return Expected(value, f"Q4 FY{year}", parts=(float(whole["value"]), *three))
 
 
 def _quarter_period(rng: random.Random) -> Period:

@@ -70,12 +70,20 @@ async def test_a_calendar_quarter_of_a_non_calendar_year_says_which_quarter_it_i
     assert "covering most of calendar Q2 2024" in said
 
 
-async def test_a_fourth_quarter_is_not_given_as_the_year(
+async def test_a_fourth_quarter_is_the_year_less_three_quarters(
     index: CompanyIndex, toolset: Toolset
 ) -> None:
+    """No filing reports a fourth quarter: it is computed, with the four values shown;
+    a per-share figure, which does not add up that way, is said to be missing."""
     said = await _ask(index, toolset, "Apple revenue Q4 FY2024")
-    assert said.startswith("I have no revenue of Apple Inc. for fiscal Q4 2024")
-    assert "$" not in said
+    assert said.startswith(
+        "**Apple Inc.**'s revenue for fiscal Q4 FY2024 (the quarter ended 2024-09-28) was "
+        "**$94.9 billion**, computed as its FY2024 revenue of $391.0 billion"
+    )
+    assert all(f in said for f in ("$119.6 billion", "$90.8 billion", "$85.8 billion"))
+    eps = await _ask(index, toolset, "apple eps q4 fy2024")
+    assert eps.startswith("I have no diluted EPS of Apple Inc. for fiscal Q4 2024")
+    assert "$" not in eps
 
 
 async def test_the_latest_10q_gives_that_forms_figure(
