@@ -120,7 +120,7 @@ def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
     gated = gate(q.span, kind, history, calendar, as_of(conv, step))
     pick = gated.row
     if pick is None:
-        computed = fourth_quarter(q.span.named, s, calendar, label_of(step), filing_ref)
+        computed = fourth_quarter(gated.quarter, s, calendar, label_of(step), filing_ref)
         return computed or _missing(s, step, q, gated)
     loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (

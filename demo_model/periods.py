@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from demo_model.fmt import fiscal_year
-from demo_model.quarters import place
+from demo_model.quarters import NamedQuarter, fiscal_quarter, fiscal_years, place
 from demo_model.spans import Span
 
 __all__ = ["CALENDAR", "Gated", "asked_text", "gate", "target_year", "wants_calendar"]
@@ -41,13 +41,15 @@ class Gated:
     """The fiscal year the question asked for, once placed."""
     label: str = ""
     """A named quarter's period in words ("fiscal Q2 FY2025, the quarter from ... to ...")."""
+    quarter: NamedQuarter | None = None
+    """The fiscal quarter asked for, once placed (named, or counted back from the latest)."""
 
 
 def wants_calendar(span: Span, instant: bool) -> bool:
     """The company's fiscal calendar is needed for the last fiscal year (which one it is
     is the company's, not one figure's: a figure no longer reported would otherwise make
     an older year "the last"), and for a balance-sheet value of a year (its last day)."""
-    if span.named:
+    if span.named or (span.quarter and span.back):
         return True  # its fiscal quarters are counted from its fiscal years' starts
     if span.quarter or span.unclear:
         return False
@@ -71,7 +73,9 @@ def asked_text(span: Span, year: int | None) -> str:
     if span.named:
         return span.named.asked()
     if span.quarter:
-        return "the latest quarter"
+        return (
+            "the latest quarter" if not span.back else f"{span.back} quarter(s) before the latest"
+        )
     if year:
         return f"fiscal year {year}"
     if span.calendar_year:
@@ -116,11 +120,27 @@ def _quarter(span: Span, kind: str, rows: list[Row], calendar: list[Row] | None)
     if span.named is None:
         found = next((r for r in rows if str(r.get("form")).startswith("10-Q")), None)
         found = found or (rows[0] if rows and kind != "instant" else None)
+        if found is not None and span.back:
+            return _back(span, kind, found, rows, calendar)
         return Gated(kind, found, "" if found else "no quarterly value")
     if kind == "instant":
         return Gated(kind, None, "I give balance-sheet values at a fiscal year's end or the latest")
     placed = place(span.named, rows, calendar or [])
-    return Gated(kind, placed.row, placed.miss, label=placed.label)
+    return Gated(kind, placed.row, placed.miss, label=placed.label, quarter=span.named)
+
+
+def _back(span: Span, kind: str, latest: Row, rows: list[Row], calendar: list[Row] | None) -> Gated:
+    """A quarter counted back from the latest one, named on the fiscal calendar."""
+    placed = fiscal_quarter(latest, fiscal_years(calendar or []))
+    if placed is None or kind == "instant":
+        return Gated(kind, None, "its fiscal calendar did not place the latest quarter")
+    fy, number = placed
+    number -= span.back
+    while number < 1:
+        fy, number = fy - 1, number + 4
+    named = NamedQuarter("fiscal", number, fy, "")
+    found = place(named, rows, calendar or [])
+    return Gated(kind, found.row, found.miss, label=found.label, quarter=named)
 
 
 def _instant(

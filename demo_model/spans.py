@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from demo_model.quarters import NamedQuarter, named_quarter
 
-__all__ = ["Span", "find_limit", "find_span", "two_years"]
+__all__ = ["QUARTER_BEFORE", "Span", "find_limit", "find_span", "two_years"]
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
@@ -61,6 +61,11 @@ _UNCLEAR = re.compile(
     r"december) quarter\b",
     re.I,
 )
+QUARTER_BEFORE = re.compile(
+    r"\b(?:the |a )?quarter (?:before|earlier|prior)(?: that)?\b|"
+    r"\b(?:the )?(?:prior|previous|preceding) quarter\b",
+    re.I,
+)
 _SAME = re.compile(r"\b(?:that|same|this) (?:fiscal )?(?:year|period)\b", re.I)
 _BEFORE = re.compile(
     r"\b(?:the )?(?:fiscal )?year (?:before|earlier|prior)(?: that)?\b|"
@@ -89,6 +94,8 @@ def find_span(text: str, today: dt.date) -> Span:
     text = re.sub(r"\byrs?\b", lambda m: "years" if m.group().endswith("s") else "year", text)
     if named := named_quarter(text):
         return Span(quarter=True, named=named)
+    if QUARTER_BEFORE.search(text):
+        return Span(quarter=True, relative=True, back=1)
     unclear = unclear_period(text)
     if unclear:
         return Span(unclear=unclear)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
-from demo_model.spans import Span, find_limit, find_span, two_years
+from demo_model.spans import QUARTER_BEFORE, Span, find_limit, find_span, two_years
 from demo_model.vocab import (
     ACRONYMS,
     FORMS,
@@ -106,7 +106,8 @@ def understand(
     found = index.find(text)
     firms, unknown = found.firms, found.unknown
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
-    span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
+    latest_quarter = _LAST_QUARTER.search(text) and not QUARTER_BEFORE.search(text)
+    span = Span(quarter=True) if latest_quarter else find_span(text, today)
     if span == Span() and metrics and forms == ("10-Q",):
         span = Span(quarter=True)  # "net income in the latest 10-Q": that form's figures
     alone = not (firms or unknown) and bool(metrics)  # "what's the R&D spend?" after Apple's
@@ -229,6 +230,8 @@ def period_reason(said: str) -> str:
 def placed(span: Span, prior: Span | None, text: str) -> Span:
     """A period said relative to the earlier question ("that year", "the year before"),
     placed on that question's period; without one it is named as not understood."""
+    if span.quarter:
+        return quarter_before(prior, QUARTER_BEFORE.search(text))
     said = _RELATIVE_SAID.search(text)
     words = said.group() if said else "that year"
     if prior is None or prior.unclear or prior.quarter:
@@ -241,6 +244,23 @@ def placed(span: Span, prior: Span | None, text: str) -> Span:
     if prior.after or prior.before:
         return Span(unclear=words)  # a range of years has no single year before it
     return Span(latest_year=True, back=prior.back + span.back)
+
+
+def quarter_before(prior: Span | None, said: re.Match[str] | None) -> Span:
+    """ "the quarter before", placed on the earlier question's quarter (the latest one
+    when there is none)."""
+    words = said.group() if said else "the quarter before"
+    if prior is None or not prior.quarter:
+        return Span(quarter=True) if prior is None else Span(unclear=words)
+    if prior.named is None:
+        return Span(quarter=True, back=prior.back + 1)
+    named = prior.named
+    step = 3 if named.kind == "ended" else 1
+    top = 12 if named.kind == "ended" else 4
+    number, year = named.number - step, named.year
+    if number < 1:
+        number, year = number + top, year - 1
+    return Span(quarter=True, named=replace(named, number=number, year=year, said=words))
 
 
 _RELATIVE_SAID = re.compile(

@@ -59,7 +59,8 @@ PRETAX = (
 # share" is EPS, not earnings; "operating income" is not net income).
 METRICS: tuple[Metric, ...] = (
     Metric("free_cash_flow", "free cash flow", "free_cash_flow", (), "USD", False,
-           re.compile(r"free cash ?flows?|\bfcf\b", re.I), ("operating_cash_flow", "capex"),
+           re.compile(r"free cash ?flows?|\bfcf\b|operating cash flows? (?:minus|less) "
+                      r"(?:capex|capital expenditures?)", re.I), ("operating_cash_flow", "capex"),
            difference=True),
     Metric("effective_tax_rate", "effective tax rate", "effective_tax_rate", (), "%", False,
            re.compile(r"(?:effective )?(?:income )?tax rate|\betr\b", re.I),

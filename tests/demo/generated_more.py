@@ -193,6 +193,21 @@ def quarter_case(rng: random.Random) -> Case:
     return Case((text,), quarter_expected(company, figure, period), company, others, kind)
 
 
+def quarter_chain(rng: random.Random) -> Case:
+    """A fiscal quarter, then "and the quarter before?": the quarter and company carry."""
+    company = rng.choice(COMPANIES)
+    figure = rng.choice([f for f in _FIGURES if not f.instant])
+    year, number = rng.choice(range(2022, 2027)), rng.randrange(1, 5)
+    first = f"{rng.choice(company.said)} {rng.choice(figure.said)} Q{number} FY{year}"
+    follow = rng.choice(("and the quarter before?", "what about the prior quarter?",
+                         "and the previous quarter?"))  # fmt: skip
+    before, year_before = (number - 1, year) if number > 1 else (4, year - 1)
+    period = Period("fiscal_q", f"|{before}|{year_before}")
+    others = tuple(c for c in COMPANIES if c != company)
+    return Case((first, follow), quarter_expected(company, figure, period), company, others,
+                "quarter before")  # fmt: skip
+
+
 def _value(company: Company, figure: Figure, year: int) -> tuple[Row, ...] | None:
     """The reported rows a figure of a fiscal year is made of (one, or its two parts)."""
     if figure.parts:
@@ -275,8 +290,10 @@ def not_reported_case(rng: random.Random) -> Case:
 def more(rng: random.Random) -> Case:
     """One question of the kinds above: quarters most, then changes, then refusals."""
     roll = rng.random()
-    if roll < 0.55:
+    if roll < 0.45:
         return quarter_case(rng)
+    if roll < 0.55:
+        return quarter_chain(rng)
     if roll < 0.85:
         return change_case(rng)
     return not_reported_case(rng)

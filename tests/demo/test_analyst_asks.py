@@ -138,6 +138,21 @@ async def test_a_follow_up_naming_only_a_figure_keeps_the_company(
     assert quarter.startswith("**NVIDIA CORP** reported net income") and "Q2 FY2025" in quarter
 
 
+async def test_the_quarter_before_is_counted_on_the_fiscal_calendar(
+    index: CompanyIndex, toolset: Toolset
+) -> None:
+    """Before NVIDIA's latest quarter (fiscal Q1 FY2027) comes its fiscal Q4 FY2026, which
+    is computed; before Apple's fiscal Q1 FY2025, its fiscal Q4 FY2024."""
+    said = await _ask(
+        index, toolset, "NVIDIA revenue last quarter", "what about the quarter before?"
+    )
+    assert said.startswith("**NVIDIA CORP**'s revenue for fiscal Q4 FY2026 (the quarter ended")
+    apple = await _ask(index, toolset, "apple revenue q2 fy2025", "and the quarter before?")
+    assert apple.startswith(
+        "**Apple Inc.** reported revenue of **$124.3 billion** (fiscal Q1 FY2025"
+    )
+
+
 @pytest.mark.parametrize(
     ("question", "named"),
     [
