@@ -75,12 +75,14 @@ def calendar_call(identifier: str, limit: int) -> Call:
     return Call(FACTS, {"company_identifier": identifier, "concept": CALENDAR, "limit": limit})
 
 
-def calendar_rows(conv: Conversation, who: object) -> list[dict[str, Any]] | None:
-    """The company's annual periods, from the calendar call made for it."""
+def calendar_rows(
+    conv: Conversation, who: object, kind: str = "annual"
+) -> list[dict[str, Any]] | None:
+    """The company's annual periods (or its quarters), from the calendar call made for it."""
     for step in conv.done(FACTS):
         if step.input.get("concept") == CALENDAR and step.input.get("company_identifier") == who:
             s = as_series(step)
-            return s.annual if s is not None else None
+            return list(getattr(s, kind)) if s is not None else None
     return None
 
 
@@ -116,8 +118,9 @@ def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
     if s is None:
         return failed(step, q)
     kind, history = _pick(s, q)
-    calendar = calendar_rows(conv, step.input.get("company_identifier"))
-    gated = gate(q.span, kind, history, calendar, as_of(conv, step))
+    who = step.input.get("company_identifier")
+    calendar, quarters = calendar_rows(conv, who), calendar_rows(conv, who, "quarterly")
+    gated = gate(q.span, kind, history, calendar, as_of(conv, step), quarters)
     pick = gated.row
     if pick is None:
         computed = fourth_quarter(gated.quarter, s, calendar, label_of(step), filing_ref)

@@ -91,11 +91,14 @@ def gate(
     rows: list[Row],
     calendar: list[Row] | None = None,
     today: dt.date | None = None,
+    quarters: list[Row] | None = None,
 ) -> Gated:
     """The row of the period asked, among one series' rows of `kind` (newest first).
     `calendar`: the company's annual rows (for balance-sheet values of a fiscal year)."""
     if span.unclear:
         return Gated(kind, None, f"I didn't understand the period “{span.unclear}”")
+    if span.quarter and kind == "instant" and span.named:
+        return _quarter_end(span.named, rows, calendar or [], quarters or [])
     if span.quarter:
         return _quarter(span, kind, rows, calendar)
     if kind == "instant":
@@ -123,10 +126,25 @@ def _quarter(span: Span, kind: str, rows: list[Row], calendar: list[Row] | None)
         if found is not None and span.back:
             return _back(span, kind, found, rows, calendar)
         return Gated(kind, found, "" if found else "no quarterly value")
-    if kind == "instant":
-        return Gated(kind, None, "I give balance-sheet values at a fiscal year's end or the latest")
     placed = place(span.named, rows, calendar or [])
     return Gated(kind, placed.row, placed.miss, label=placed.label, quarter=span.named)
+
+
+def _quarter_end(
+    named: NamedQuarter, rows: list[Row], annual: list[Row], quarters: list[Row]
+) -> Gated:
+    """A balance at a named quarter's last day (the company's quarters placed on its
+    calendar; a fiscal Q4 ends with the year)."""
+    placed = place(named, quarters, annual)
+    end, label = (placed.row["end"], placed.label) if placed.row else (None, "")
+    if end is None and named.kind == "fiscal" and named.number == 4:
+        end = next((r["end"] for r in annual if fiscal_year(r) == named.year), None)
+        label = f"fiscal Q4 FY{named.year}, the end of the fiscal year"
+    if end is None:
+        return Gated("instant", None, placed.miss or f"no quarter placed for {named.asked()}")
+    found = next((r for r in rows if r["end"] == end), None)
+    miss = "" if found else f"no value at the end of {named.asked()} ({end})"
+    return Gated("instant", found, miss, label=f"at {end}, the end of {label}", quarter=named)
 
 
 def _back(span: Span, kind: str, latest: Row, rows: list[Row], calendar: list[Row] | None) -> Gated:

@@ -67,7 +67,7 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
         calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
         if any(wants_calendar(q.span, m.instant) or (q.years and m.instant) for m in parts):
             say += ", and the end dates of its fiscal years, to place the year's last day"
-            calls += (calendar_call(q.firms[0].ticker, FLOW_LIMIT),)
+            calls += (calendar_call(q.firms[0].ticker, _calendar_limit(q)),)
         return Next(say + ".", calls)
     write = change_answer if q.years else facts_answers.metric
     return _fallback(q, conv) or _answer_or_unavailable(q, conv, write)
@@ -83,6 +83,11 @@ def _limit(q: Question, conv: Conversation) -> int:
 
 
 FLOW_LIMIT, INSTANT_LIMIT, QUARTER_LIMIT = 16, 64, 80
+
+
+def _calendar_limit(q: Question) -> int:
+    """The fiscal years, and for a balance at a named quarter's end its quarters too."""
+    return QUARTER_LIMIT if q.span.named and any(m.instant for m in q.metrics) else FLOW_LIMIT
 
 
 def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:

@@ -109,13 +109,30 @@ def asked(period: Period) -> str:
     return "the latest quarter"
 
 
+def quarter_end(company: Company, period: Period) -> str | None:
+    """The last day of a named quarter: a quarter of the company's own (its net income's
+    quarters), or for a fiscal Q4 the last day of the fiscal year."""
+    row = find_quarter(company.cik, CALENDAR, period)
+    if row is not None:
+        return str(row["end"])
+    number, year = _spec(period)
+    if period.kind == "fiscal_q" and number == 4:
+        annual = rows(company.cik, CALENDAR, "annual")
+        return next((str(r["end"]) for r in annual if fiscal_year(r) == year), None)
+    return None
+
+
 def quarter_expected(company: Company, figure: Figure, period: Period) -> Expected:
     if figure.instant:
-        if period.kind != "10q":
-            return Expected(None, missing=(asked(period),))
         found = rows(company.cik, figure.concept, "instant")
-        row = next((r for r in found if str(r["form"]).startswith("10-Q")), None)
-        return Expected(float(row["value"]), f"at {row['end']}") if row else Expected(None)
+        if period.kind == "10q":
+            row = next((r for r in found if str(r["form"]).startswith("10-Q")), None)
+        else:
+            end = quarter_end(company, period)
+            row = next((r for r in found if r["end"] == end), None) if end else None
+        if row is None:
+            return Expected(None, missing=(asked(period),) if found else ("no such figure",))
+        return Expected(float(row["value"]), f"at {row['end']}")
     concept = CONCEPT_OF[figure.parts[0]] if figure.parts else figure.concept
     row = find_quarter(company.cik, concept, period)
     if row is None and period.kind == "fiscal_q" and not figure.parts and figure.key != "eps":
