@@ -48,8 +48,9 @@ def _number(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
 
 
-# Periods that cannot be placed: a named quarter or half is fiscal for the company but
-# calendar in XBRL's frames; trailing and year-to-date sums are not reported values.
+# Periods that cannot be placed: a quarter with no year (unless a follow-up has one), a
+# half, trailing and year-to-date sums (not reported values). A quarter with its year is
+# read first (quarters.py).
 _UNCLEAR = re.compile(
     r"\bq[1-4]\b(?:\s*(?:fy|cy)?\s*'?(?:19|20)?\d{2}\b)?|\b(?:19|20)\d{2}\s*q[1-4]\b|"
     r"\b(?:first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b|"

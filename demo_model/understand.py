@@ -11,6 +11,7 @@ from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
+from demo_model.quarters import NamedQuarter
 from demo_model.spans import QUARTER_BEFORE, Span, find_limit, find_span, two_years
 from demo_model.vocab import (
     ACRONYMS,
@@ -115,6 +116,8 @@ def understand(
     before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
     if span.relative:
         span = placed(span, before.span if before else None, text)
+    if before is not None and span.unclear:
+        span = quarter_of_year(span, before.span)  # "and Q2?" after a question on FY2024
     if before is not None and not (metrics or topic or forms) and before.intent not in CHAT:
         return _carry_on(before, text, firms, span)  # "and in 2022?", "what about NVIDIA?"
     if before is not None and not firms and not unknown:
@@ -220,11 +223,26 @@ RANK_FISCAL = (
 
 def period_reason(said: str) -> str:
     return (
-        f"I didn't understand the period “{said}”: a named quarter or half is fiscal for the "
-        "company but calendar in XBRL, and trailing or year-to-date sums are not reported "
-        'values, so I give no figure for a guessed period. Ask for a fiscal year ("fiscal 2024"), '
-        '"last fiscal year" or "last quarter"'
+        f"I didn't understand the period “{said}”: a quarter needs its year, and halves, "
+        "trailing and year-to-date sums are not reported values, so I give no figure for a "
+        'guessed period. Ask for a fiscal year ("fiscal 2024"), a quarter with its year '
+        '("Q2 FY2025"), "last fiscal year" or "last quarter"'
     )
+
+
+_BARE_QUARTER = re.compile(r"^(?:q([1-4])|(first|second|third|fourth) (?:fiscal )?quarter)$", re.I)
+
+
+def quarter_of_year(span: Span, prior: Span) -> Span:
+    """A quarter said without its year ("and Q2?"), in the fiscal year asked before."""
+    bare = _BARE_QUARTER.match(span.unclear or "")
+    year = prior.named.year if prior.named and prior.named.kind == "fiscal" else None
+    year = year or (prior.fiscal_year - prior.back if prior.fiscal_year else None)
+    if bare is None or year is None:
+        return span
+    number = int(bare.group(1)) if bare.group(1) else (
+        ("first", "second", "third", "fourth").index(bare.group(2).lower()) + 1)  # fmt: skip
+    return Span(quarter=True, named=NamedQuarter("fiscal", number, year, bare.group()))
 
 
 def placed(span: Span, prior: Span | None, text: str) -> Span:

@@ -147,6 +147,8 @@ async def test_the_quarter_before_is_counted_on_the_fiscal_calendar(
         index, toolset, "NVIDIA revenue last quarter", "what about the quarter before?"
     )
     assert said.startswith("**NVIDIA CORP**'s revenue for fiscal Q4 FY2026 (the quarter ended")
+    q2 = await _ask(index, toolset, "Apple revenue fy2024", "and Q2?")
+    assert q2.startswith("**Apple Inc.** reported revenue of **$90.8 billion** (fiscal Q2 FY2024")
     apple = await _ask(index, toolset, "apple revenue q2 fy2025", "and the quarter before?")
     assert apple.startswith(
         "**Apple Inc.** reported revenue of **$124.3 billion** (fiscal Q1 FY2025"
