@@ -73,9 +73,10 @@ def _derived_change(q: Question, conv: Conversation, years: tuple[int, int]) -> 
     lacking = [y for y in years if y not in by_year]
     if lacking:
         return (
-            f"I can't compute the change in {top.company}'s {metric.label} from FY{years[0]} to "
-            f"FY{years[1]}: it needs {top_m.label} and {bottom_m.label} of both years, and "
-            f"there are not both for fiscal year {' or '.join(map(str, lacking))}."
+            f"I can't compute the change in {top.company}'s {metric.label} from fiscal year "
+            f"{years[0]} to fiscal year {years[1]}: it needs {top_m.label} and "
+            f"{bottom_m.label} of both years, and there are not both for fiscal year "
+            f"{' or '.join(map(str, lacking))}."
         )
     (a0, b0), (a1, b1) = by_year[years[0]], by_year[years[1]]
     if metric.difference:
@@ -120,8 +121,8 @@ def _missing(s: Series, label: str, years: tuple[int, int], gated: list[Gated], 
             f"FY{fiscal_year(held[0])}; ask for a change between two of those years."
         )
     return (
-        f"I can't compute the change in {s.company}'s {label} from FY{years[0]} to "
-        f"FY{years[1]}: it needs the value of both years, and there is no value for "
+        f"I can't compute the change in {s.company}'s {label} from fiscal year {years[0]} to "
+        f"fiscal year {years[1]}: it needs the value of both years, and there is no value for "
         f"{' or '.join(lacking)}.{span}"
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from demo_model.fmt import fiscal_year
 
-__all__ = ["NamedQuarter", "Placed", "fiscal_quarter", "named_quarter", "place"]
+__all__ = ["MONTH_YEAR", "NamedQuarter", "Placed", "fiscal_quarter", "named_quarter", "place"]
 
 Row = dict[str, Any]
 _MONTHS = (
@@ -47,6 +47,8 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     (rf"{_Q}\s*(?:of\s+)?'?((?:19|20)\d{{2}})\b", "fiscal", 1),
     (rf"{_Q}\s*'(\d{{2}})\b", "fiscal", 1),
     (r"\b((?:19|20)\d{2})\s*q([1-4])\b", "fiscal", 2),
+    (rf"\b(?:three|3)[- ]months? (?:period )?(?:ended|ending)(?: on| in)?\s+{_MONTH}"
+     rf"(?:\s+\d{{1,2}})?,?\s+((?:19|20)\d{{2}})\b", "ended", 1),
     (rf"\bquarter (?:that )?(?:ended|ending)(?: on| in)?\s+{_MONTH}(?:\s+\d{{1,2}})?,?\s+"
      rf"((?:19|20)\d{{2}})\b", "ended", 1),
     (rf"\b{_MONTH}(?:\s+\d{{1,2}})?,?\s+((?:19|20)\d{{2}})\s+quarter\b", "ended", 1),
@@ -54,6 +56,8 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     (r"\bquarter (?:that )?(?:ended|ending)(?: on)?\s+((?:19|20)\d{2})-(\d{2})-\d{2}\b",
      "ended", 2),
 )  # fmt: skip
+MONTH_YEAR = re.compile(rf"\b{_MONTH}(?:\s+\d{{1,2}})?,?\s+(?:19|20)\d{{2}}\b", re.I)
+"""A month of a year ("June 2025"): no fiscal year, and a figure's period only as a quarter."""
 PATTERNS = [(re.compile(p, re.I), kind, n) for p, kind, n in _PATTERNS]
 
 

@@ -55,6 +55,7 @@ _UNCLEAR = re.compile(
     r"\bq[1-4]\b(?:\s*(?:fy|cy)?\s*'?(?:19|20)?\d{2}\b)?|\b(?:19|20)\d{2}\s*q[1-4]\b|"
     r"\b(?:first|second|third|fourth|1st|2nd|3rd|4th) (?:fiscal )?quarter\b|"
     r"\bh[12]\b|\b(?:first|second) half\b|\bttm\b|\bltm\b|"
+    r"\b(?:six|nine|twelve|6|9|12)[- ]months? (?:period )?(?:ended|ending)\b(?:\s+[\w,]+){0,3}|"
     r"\b(?:trailing|last|past) (?:twelve|12) months\b|\bytd\b|year[- ]to[- ]date|"
     r"\b(?:this|current|next|coming) (?:fiscal )?year\b|\bfy\s*(?:19|20)?\d{2}\s*q[1-4]\b|"
     r"\b(?:the |a )?quarter (?:ended|ending|of|in|for|through)\b(?:\s+[\w-]+){0,2}|"
