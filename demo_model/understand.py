@@ -103,7 +103,9 @@ def understand(
     firms, unknown = found.firms, found.unknown
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
     span = span_of(text, today, bool(metrics), forms)
-    alone = not (firms or unknown) and bool(metrics)  # "what's the R&D spend?" after Apple's
+    # "what's the R&D spend?" after a question on Apple; never "costco revenue" or a ranking
+    alone = not (firms or unknown or _unclear(text, Span(), True) or _cue("rank", text))
+    alone = alone and bool(metrics)
     follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative or alone)
     before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
     if span.relative:

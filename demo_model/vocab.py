@@ -283,5 +283,5 @@ STOPWORDS = frozenset(
  figures value values total overall key main other same different per basic diluted q1
  q2 q3 q4 fy cy info information details detail anything something hello hi hey thanks
  thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called
- paid pay""".split()  # noqa: SIM905
+ paid pay spend spending spent""".split()  # noqa: SIM905
 )

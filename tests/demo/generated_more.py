@@ -24,6 +24,7 @@ from tests.demo.generated import (
     BY_KEY,
     COMPANIES,
     CONCEPT_OF,
+    NOT_HELD,
     Case,
     Company,
     Expected,
@@ -31,6 +32,7 @@ from tests.demo.generated import (
     Period,
     Row,
     _possessive,
+    expected,
     fiscal_year,
     rows,
 )
@@ -158,7 +160,7 @@ def fourth_expected(company: Company, figure: Figure, period: Period) -> Expecte
     number, year = _spec(period)
     annual = rows(company.cik, figure.concept, "annual")
     whole = next((r for r in annual if fiscal_year(r) == year), None)
-    quarters = {}
+    quarters: dict[int, Row] = {}
     for row in _quarterly(company.cik, figure.concept):
         where = quarter_number(company.cik, row)
         if where is not None and where[0] == year:
@@ -223,6 +225,27 @@ def quarter_chain(rng: random.Random) -> Case:
     others = tuple(c for c in COMPANIES if c != company)
     return Case((first, follow), quarter_expected(company, figure, period), company, others,
                 "quarter before")  # fmt: skip
+
+
+def figure_follow_up(rng: random.Random) -> Case:
+    """A figure alone after a question on a company's year keeps both; a company the
+    snapshot does not hold, named after it, is never answered with the first's figures."""
+    company = rng.choice(COMPANIES)
+    first_figure, then = rng.choice(_PLAIN), rng.choice(_PLAIN)
+    year = rng.choice(range(2019, 2026))
+    first = f"{rng.choice(company.said)} {rng.choice(first_figure.said)} fy{year % 100:02d}"
+    others = tuple(c for c in COMPANIES if c != company)
+    if rng.random() < 0.7:
+        follow = rng.choice(("what's the {f}?", "what about the {f}?", "and {f}?", "{f}?"))
+        text = follow.format(f=rng.choice(then.said))
+        expect = expected(company, then, Period("fiscal", "", year))
+        return Case((first, text), expect, company, others, "figure follow-up")
+    said, named = rng.choice(NOT_HELD)
+    text = f"what was {_possessive(said)} {rng.choice(then.said)}"
+    return Case((first, text), Expected(None, missing=(named,)), kind="not held after")
+
+
+_PLAIN = tuple(f for f in BY_KEY.values() if not f.parts and not f.instant)
 
 
 def _value(company: Company, figure: Figure, year: int) -> tuple[Row, ...] | None:
@@ -311,6 +334,8 @@ def more(rng: random.Random) -> Case:
         return quarter_case(rng)
     if roll < 0.55:
         return quarter_chain(rng)
-    if roll < 0.85:
+    if roll < 0.8:
         return change_case(rng)
+    if roll < 0.9:
+        return figure_follow_up(rng)
     return not_reported_case(rng)

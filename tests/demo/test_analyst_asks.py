@@ -134,6 +134,12 @@ async def test_a_follow_up_naming_only_a_figure_keeps_the_company(
 ) -> None:
     said = await _ask(index, toolset, "apple revenue fy2023", "what's the R&D spend?")
     assert said.startswith("**Apple Inc.** reported R&D expense of **$29.9 billion** (FY2023")
+    other = await _ask(index, toolset, "apple revenue fy2023", "what was costco's revenue")
+    assert "Apple Inc.** reported" not in other and "$" not in other and "Costco" in other
+    ranked = await _ask(
+        index, toolset, "apple revenue fy2023", "which companies had the most revenue in CY2023?"
+    )
+    assert "Apple Inc.** reported" not in ranked
     quarter = await _ask(index, toolset, "nvidia revenue Q2 FY2025", "and net income?")
     assert quarter.startswith("**NVIDIA CORP** reported net income") and "Q2 FY2025" in quarter
 
