@@ -9,6 +9,8 @@ import pytest
 
 from demo_model.companies import CompanyIndex
 from demo_model.quarters import fiscal_quarter, fiscal_years
+from demo_model.spans import two_years
+from demo_model.understand import find_metrics
 from tests.demo.drive import answer
 from tools import Toolset
 
@@ -175,3 +177,32 @@ async def test_what_is_not_reported_is_named_and_nothing_substituted(
 ) -> None:
     said = await answer(index, toolset, question)
     assert said.calls == [] and named in said.text and "$" not in said.text
+
+
+@pytest.mark.parametrize(
+    ("text", "years"),
+    [
+        ("How much did Alphabet revenue rise between 2023 and 2025?", (2023, 2025)),
+        ("apple net income change from FY2023 to FY2024", (2023, 2024)),
+        ("nvda rev fy24 vs fy25", (2024, 2025)),
+        ("revenue between 2019 and 2022", None),  # no change asked: the years' table
+        ("revenue in 2024", None),
+    ],
+)
+def test_two_named_years_of_a_change(text: str, years: tuple[int, int] | None) -> None:
+    assert two_years(text) == years
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "parts"),
+    [
+        ("R&D as a share of revenue", "rnd_share", ("rnd", "revenue")),
+        ("sbc as % of sales", "stock_comp_share", ("stock_comp", "revenue")),
+        ("capex to revenue ratio", "capex_share", ("capex", "revenue")),
+        ("effective tax rate", "effective_tax_rate", ("income_tax", "pretax_income")),
+        ("revenue and R&D", "revenue", None),  # two figures, no ratio asked
+    ],
+)
+def test_ratios_of_two_figures_are_read(text: str, key: str, parts: tuple[str, str] | None) -> None:
+    found = find_metrics(text)
+    assert found[0].key == key and found[0].ratio == parts
