@@ -206,3 +206,20 @@ def test_two_named_years_of_a_change(text: str, years: tuple[int, int] | None) -
 def test_ratios_of_two_figures_are_read(text: str, key: str, parts: tuple[str, str] | None) -> None:
     found = find_metrics(text)
     assert found[0].key == key and found[0].ratio == parts
+
+
+@pytest.mark.parametrize(
+    ("question", "lead", "concept"),
+    [
+        # The concept each company uses for its cost of revenue.
+        ("apple cost of revenue fy2024", "$210.4 billion", "CostOfGoodsAndServicesSold"),
+        ("alphabet cost of revenue 2024", "$146.3 billion", "us-gaap:CostOfRevenue"),
+        ("Apple income tax expense fy2024", "$29.7 billion", "IncomeTaxExpenseBenefit"),
+        ("NVIDIA pretax income fy2025", "$84.0 billion", "BeforeIncomeTaxes"),
+    ],
+)
+async def test_concepts_analysts_name(
+    index: CompanyIndex, toolset: Toolset, question: str, lead: str, concept: str
+) -> None:
+    said = await _ask(index, toolset, question)
+    assert f"of **{lead}**" in said.split(". ")[0] and concept in said
