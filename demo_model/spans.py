@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from demo_model.quarters import NamedQuarter, named_quarter
 
-__all__ = ["QUARTER_BEFORE", "Span", "find_limit", "find_span", "two_years"]
+__all__ = ["QUARTER_BEFORE", "Span", "find_limit", "find_span", "two_years", "year_to_year"]
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
@@ -163,6 +163,14 @@ _CHANGE = re.compile(
     r"\bmove|\bjump|\bshr[iau]nk|\bwent\b|\bvs\.?\s|\bversus\b|\bcompare",
     re.I,
 )
+
+
+def year_to_year(text: str, before: Span, span: Span) -> tuple[int, int] | None:
+    """ "how much did that grow from fy2024?" after a question on FY2025: the two years."""
+    if not (_CHANGE.search(text) and span.fiscal_year and before.fiscal_year) or before.back:
+        return None
+    a, b = span.fiscal_year - span.back, before.fiscal_year
+    return (min(a, b), max(a, b)) if a != b else None
 
 
 def two_years(text: str) -> tuple[int, int] | None:

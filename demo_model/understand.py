@@ -12,7 +12,7 @@ from typing import Literal
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
 from demo_model.placing import period_reason, placed, quarter_of_year, span_of
-from demo_model.spans import Span, find_limit, two_years
+from demo_model.spans import Span, find_limit, two_years, year_to_year
 from demo_model.vocab import (
     ACRONYMS,
     FORMS,
@@ -69,6 +69,8 @@ CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|what about|how about|same (?:thing |one )?for|likewise for|now for|"
     r"ditto for|repeat (?:that |it )?for)\b|\b(?:its|it|their|they|the company|same company)\b|"
+    r"\b(?:did|has|have|was) (?:that|this) (?:grow|grew|grown|rise|rose|risen|change|fall|fell|"
+    r"increase|decrease|decline|drop|move)|"
     r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$|"
     r"^\W*(?:in |for )?(?:fy|fiscal )\s*'?\d{2}\W*$",
     re.I,
@@ -221,7 +223,10 @@ def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) 
     intent = before.intent
     if intent == "compare" and len(firms) < 2:
         intent = "metric"
+    years = year_to_year(text, before.span, span) if intent == "metric" else None
     span = span if span != Span() else before.span
+    if years:
+        return replace(before, text=text, firms=firms, span=span, years=years)
     reason = before.reason
     if span.unclear and intent in FIGURES:
         intent, reason = "unsupported", period_reason(span.unclear)

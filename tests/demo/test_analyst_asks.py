@@ -116,6 +116,15 @@ async def test_a_change_between_two_years_is_computed_from_both(
     assert "from 44.1% to **46.2%**" in margin and "+2.1 percentage points" in margin
 
 
+async def test_a_follow_up_asks_the_change_from_another_year(
+    index: CompanyIndex, toolset: Toolset
+) -> None:
+    said = await _ask(
+        index, toolset, "NVIDIA net income fy2025", "how much did that grow from fy2024?"
+    )
+    assert said.startswith("**NVIDIA CORP**'s net income rose by **$43.1 billion** (+144.9%)")
+
+
 async def test_a_change_with_a_missing_year_names_it(index: CompanyIndex, toolset: Toolset) -> None:
     said = await _ask(index, toolset, "How much did Apple's revenue rise between 2024 and 2026?")
     assert "no value for fiscal year 2026" in said and "$" not in said
