@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from demo_model.changes import ASKS_GROWTH, fastest
 from demo_model.conversation import Conversation, Step
 from demo_model.facts_answers import (
     calendar_rows,
@@ -77,7 +78,9 @@ def compare(q: Question, conv: Conversation) -> str:
         f"{cap(label)}, {which} of each company (XBRL data):", "",
         table(["Company", "Period", cap(label), "vs. prior year", "Reported in"], body), "",
     ]  # fmt: skip
-    if len(entries) > 1:
+    if len(entries) > 1 and ASKS_GROWTH.search(q.text):
+        text.append(fastest([_growth(s, rows, kind) for s, rows in entries], q.text))
+    elif len(entries) > 1:
         largest = money(top_rows[0]["value"], top.unit)
         text.append(f"**{top.company}** reports the largest {label}: {largest}.")
     if len({r[0]["end"][5:] for _, r in entries}) > 1:
@@ -85,6 +88,13 @@ def compare(q: Question, conv: Conversation) -> str:
             "Their fiscal years end on different dates, so the periods differ (see Period)."
         )
     return "\n".join(text).strip()
+
+
+def _growth(s: Series, history: list[dict[str, Any]], kind: str) -> tuple[str, str, float | None]:
+    latest, prev = history[0], _year_before(history, kind)
+    ok = prev is not None and prev["value"] > 0 and latest["value"] >= 0
+    moved = latest["value"] / prev["value"] - 1 if ok and prev else None
+    return s.company, period(latest, kind), moved
 
 
 def _year_before(history: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:

@@ -3,12 +3,14 @@ figure is a reported value (formatted) or a change computed from two reported va
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
 
 from demo_model.conversation import Conversation, Step
 from demo_model.fmt import change, fiscal_year, link, money, period, table
+from demo_model.fourth import fourth_quarter
 from demo_model.margins import derived
 from demo_model.periods import CALENDAR, Gated, asked_text, gate
 from demo_model.reply import Call
@@ -60,7 +62,7 @@ def failed(step: Step, q: Question | None = None) -> str:
     who = str(step.input.get("company_identifier", ""))
     named = next((f.label for f in q.firms if who in (str(f.cik), f.ticker)), who) if q else who
     asked = ""
-    if q is not None and q.span.names_year:
+    if q is not None and (q.span.names_year or q.span.quarter):
         year = q.span.fiscal_year - q.span.back if q.span.fiscal_year else None
         asked = f" for {asked_text(q.span, year)}"
     text = f"I couldn't get the {label_of(step)} of {named}{asked}: {reason_of(step)}."
@@ -73,12 +75,14 @@ def calendar_call(identifier: str, limit: int) -> Call:
     return Call(FACTS, {"company_identifier": identifier, "concept": CALENDAR, "limit": limit})
 
 
-def calendar_rows(conv: Conversation, who: object) -> list[dict[str, Any]] | None:
-    """The company's annual periods, from the calendar call made for it."""
+def calendar_rows(
+    conv: Conversation, who: object, kind: str = "annual"
+) -> list[dict[str, Any]] | None:
+    """The company's annual periods (or its quarters), from the calendar call made for it."""
     for step in conv.done(FACTS):
         if step.input.get("concept") == CALENDAR and step.input.get("company_identifier") == who:
             s = as_series(step)
-            return s.annual if s is not None else None
+            return list(getattr(s, kind)) if s is not None else None
     return None
 
 
@@ -94,7 +98,7 @@ def metric(q: Question, conv: Conversation) -> str:
         parts = broken[:1] if broken else [derived(q, conv, filing_ref)]
     else:
         parts = [_metric_part(step, q, conv) for step in series_steps(conv)]
-    return "\n\n".join(parts) + _filings_note(q, conv)
+    return "\n\n".join(parts) + filings_note(q, conv)
 
 
 _DID_IT = re.compile(
@@ -114,11 +118,13 @@ def _metric_part(step: Step, q: Question, conv: Conversation) -> str:
     if s is None:
         return failed(step, q)
     kind, history = _pick(s, q)
-    calendar = calendar_rows(conv, step.input.get("company_identifier"))
-    gated = gate(q.span, kind, history, calendar, as_of(conv, step))
+    who = step.input.get("company_identifier")
+    calendar, quarters = calendar_rows(conv, who), calendar_rows(conv, who, "quarterly")
+    gated = gate(q.span, kind, history, calendar, as_of(conv, step), quarters)
     pick = gated.row
     if pick is None:
-        return _missing(s, step, q, gated)
+        computed = fourth_quarter(gated.quarter, s, calendar, label_of(step), filing_ref)
+        return computed or _missing(s, step, q, gated)
     loss = " (a loss)" if pick["value"] < 0 and s.unit == "USD" else ""
     text = (
         f"**{s.company}** reported {label_of(step)} of **{money(pick['value'], s.unit)}**{loss} "
@@ -133,7 +139,7 @@ def when(row: dict[str, Any], kind: str, gated: Gated) -> str:
     """The period of a value, in the words of the question's period."""
     if kind == "instant" and gated.year:
         return f"at {row['end']}, the end of FY{gated.year}"
-    return period(row, kind)
+    return gated.label or period(row, kind)
 
 
 def _missing(s: Series, step: Step, q: Question, gated: Gated) -> str:
@@ -164,7 +170,9 @@ def _change(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind
     older = history[history.index(pick) + 1 :]
     if not older or kind == "instant":
         return ""
-    prev = older[0]
+    prev = older[0] if kind == "annual" else _year_ago(pick, older)
+    if prev is None:
+        return ""
     if kind == "annual" and fiscal_year(prev) != fiscal_year(pick) - 1:
         return ""
     moved = change(pick["value"], prev["value"])
@@ -173,7 +181,16 @@ def _change(s: Series, history: list[dict[str, Any]], pick: dict[str, Any], kind
     return f" That is a change of {moved} on {period(prev, kind)}."
 
 
-def _filings_note(q: Question, conv: Conversation) -> str:
+def _year_ago(pick: dict[str, Any], older: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The same quarter a year earlier (a fourth quarter is missing from the quarters)."""
+    end = dt.date.fromisoformat(str(pick["end"]))
+    return next(
+        (r for r in older if 357 <= (end - dt.date.fromisoformat(str(r["end"]))).days <= 371),
+        None,
+    )
+
+
+def filings_note(q: Question, conv: Conversation) -> str:
     listed = conv.done(FILINGS)
     if not listed:
         return ""
@@ -187,7 +204,7 @@ def trend(q: Question, conv: Conversation) -> str:
     series = [(step, s) for step, s in found if s is not None and s.annual]
     failures = [failed(step, q) for step, s in found if s is None]
     if not series:
-        return "\n\n".join(failures or ["The data has no annual values."]) + _filings_note(q, conv)
+        return "\n\n".join(failures or ["The data has no annual values."]) + filings_note(q, conv)
     step, main = series[0]
     annual = _in_span(list(reversed(main.annual)), q)
     label = label_of(step)

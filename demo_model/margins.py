@@ -15,7 +15,7 @@ from demo_model.spans import Span
 from demo_model.understand import Question
 from demo_model.vocab import METRIC_BY_KEY, Metric
 
-__all__ = ["derived", "derived_compare", "derived_trend", "margin_parts"]
+__all__ = ["derived", "derived_compare", "derived_trend", "margin_parts", "pairs", "parts_of"]
 
 FACTS = "get_sec_company_facts"
 Pair = tuple[dict[str, Any], dict[str, Any]]
@@ -37,7 +37,7 @@ def _series(conv: Conversation, metric: Metric, who: str | None) -> Series | Non
     return None
 
 
-def _pairs(metric: Metric, top: Series, bottom: Series, kind: str) -> list[Pair]:
+def pairs(metric: Metric, top: Series, bottom: Series, kind: str) -> list[Pair]:
     """Values of the same period in both series, newest first."""
     by_period = {(r.get("start"), r["end"]): r for r in getattr(bottom, kind)}
     found = [(r, by_period.get((r.get("start"), r["end"]))) for r in getattr(top, kind)]
@@ -60,7 +60,7 @@ def _how(metric: Metric, pair: Pair) -> str:
     )
 
 
-def _parts_of(q: Question, conv: Conversation, who: str | None) -> tuple[Series, Series] | None:
+def parts_of(q: Question, conv: Conversation, who: str | None) -> tuple[Series, Series] | None:
     top_metric, bottom_metric = margin_parts(q.metrics[0])
     top, bottom = _series(conv, top_metric, who), _series(conv, bottom_metric, who)
     return (top, bottom) if top is not None and bottom is not None else None
@@ -69,21 +69,22 @@ def _parts_of(q: Question, conv: Conversation, who: str | None) -> tuple[Series,
 def derived(q: Question, conv: Conversation, cite: Cite, who: str | None = None) -> str:
     """The figure asked for (latest year, a fiscal year, or the latest quarter)."""
     metric = q.metrics[0]
-    found = _parts_of(q, conv, who)
+    found = parts_of(q, conv, who)
     if found is None:
         return f"I couldn't compute the {metric.label}: the figures it needs did not come back."
     top, bottom = found
     kind = "quarterly" if q.span.quarter else "annual"
-    pairs = _pairs(metric, top, bottom, kind)
+    found_pairs = pairs(metric, top, bottom, kind)
     calendar = _calendar(conv, who or (q.firms[0].ticker if q.firms else None))
     today = as_of(conv, conv.done(FACTS)[0]) if conv.done(FACTS) else conv.today
     gated = gate(q.span, kind, getattr(top, kind), calendar, today)
-    pair = next((p for p in pairs if p[0] is gated.row), None)
+    pair = next((p for p in found_pairs if p[0] is gated.row), None)
     if pair is None:
         return _cannot(q, top, bottom, kind, gated)
     text = (
         f"**{top.company}**'s {metric.label} was **{_value(metric, pair)}** in "
-        f"{period(pair[0], kind)}: {_how(metric, pair)}, per its {cite(pair[0], top.cik)}."
+        f"{gated.label or period(pair[0], kind)}: {_how(metric, pair)}, per its "
+        f"{cite(pair[0], top.cik)}."
     )
     sign = "−" if metric.difference else "÷"
     return text + f" (XBRL `{top.concept}` {sign} `{bottom.concept}`.)"
@@ -120,12 +121,12 @@ def _cannot(q: Question, top: Series, bottom: Series, kind: str, gated: Gated) -
 def derived_trend(q: Question, conv: Conversation, cite: Cite) -> str:
     """The figure for every fiscal year both parts are reported, oldest first."""
     metric = q.metrics[0]
-    found = _parts_of(q, conv, None)
+    found = parts_of(q, conv, None)
     if found is None:
         return f"I couldn't compute the {metric.label}: the figures it needs did not come back."
     top, bottom = found
-    pairs = list(reversed(_pairs(metric, top, bottom, "annual")))
-    if not pairs:
+    by_year = list(reversed(pairs(metric, top, bottom, "annual")))
+    if not by_year:
         return _cannot(q, top, bottom, "annual", Gated("annual", None))
     top_m, bottom_m = margin_parts(metric)
     header = ["Fiscal year", "Period ended", metric.label.capitalize(), top_m.label.capitalize(),
@@ -133,9 +134,9 @@ def derived_trend(q: Question, conv: Conversation, cite: Cite) -> str:
     body = [
         [f"FY{fiscal_year(a)}", str(a["end"]), _value(metric, (a, b)), money(a["value"]),
          money(b["value"])]
-        for a, b in pairs
+        for a, b in by_year
     ]  # fmt: skip
-    newest = pairs[-1][0]
+    newest = by_year[-1][0]
     return "\n".join([
         f"**{top.company}** — {metric.label} by fiscal year, computed from XBRL "
         f"`{top.concept}` and `{bottom.concept}`:", "", table(header, body), "",

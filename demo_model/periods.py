@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from demo_model.fmt import fiscal_year
+from demo_model.quarters import NamedQuarter, fiscal_quarter, fiscal_years, place
 from demo_model.spans import Span
 
 __all__ = ["CALENDAR", "Gated", "asked_text", "gate", "target_year", "wants_calendar"]
@@ -38,12 +39,18 @@ class Gated:
     miss: str = ""
     year: int | None = None
     """The fiscal year the question asked for, once placed."""
+    label: str = ""
+    """A named quarter's period in words ("fiscal Q2 FY2025, the quarter from ... to ...")."""
+    quarter: NamedQuarter | None = None
+    """The fiscal quarter asked for, once placed (named, or counted back from the latest)."""
 
 
 def wants_calendar(span: Span, instant: bool) -> bool:
     """The company's fiscal calendar is needed for the last fiscal year (which one it is
     is the company's, not one figure's: a figure no longer reported would otherwise make
     an older year "the last"), and for a balance-sheet value of a year (its last day)."""
+    if span.named or (span.quarter and span.back):
+        return True  # its fiscal quarters are counted from its fiscal years' starts
     if span.quarter or span.unclear:
         return False
     return bool(span.latest_year) or (instant and bool(span.fiscal_year))
@@ -63,8 +70,12 @@ def target_year(span: Span, annual: list[Row], today: dt.date | None = None) -> 
 
 def asked_text(span: Span, year: int | None) -> str:
     """The period asked for, in words (for the answer's first sentence and its misses)."""
+    if span.named:
+        return span.named.asked()
     if span.quarter:
-        return "the latest quarter"
+        return (
+            "the latest quarter" if not span.back else f"{span.back} quarter(s) before the latest"
+        )
     if year:
         return f"fiscal year {year}"
     if span.calendar_year:
@@ -80,15 +91,16 @@ def gate(
     rows: list[Row],
     calendar: list[Row] | None = None,
     today: dt.date | None = None,
+    quarters: list[Row] | None = None,
 ) -> Gated:
     """The row of the period asked, among one series' rows of `kind` (newest first).
     `calendar`: the company's annual rows (for balance-sheet values of a fiscal year)."""
     if span.unclear:
         return Gated(kind, None, f"I didn't understand the period “{span.unclear}”")
+    if span.quarter and kind == "instant" and span.named:
+        return _quarter_end(span.named, rows, calendar or [], quarters or [])
     if span.quarter:
-        if kind == "annual":
-            return Gated(kind, None, "the latest quarter is not an annual value")
-        return Gated(kind, rows[0] if rows else None, "" if rows else "no quarterly value")
+        return _quarter(span, kind, rows, calendar)
     if kind == "instant":
         return _instant(span, rows, calendar, today)
     if span.calendar_year and not span.fiscal_year:
@@ -102,6 +114,51 @@ def gate(
         return Gated(kind, None, _stale(calendar or rows))
     found = next((r for r in rows if fiscal_year(r) == year), None)
     return Gated(kind, found, "" if found else f"no value for fiscal year {year}", year)
+
+
+def _quarter(span: Span, kind: str, rows: list[Row], calendar: list[Row] | None) -> Gated:
+    """The latest quarter's value (a balance: the latest 10-Q's), or the quarter named."""
+    if kind == "annual":
+        return Gated(kind, None, "a quarter is not an annual value")
+    if span.named is None:
+        found = next((r for r in rows if str(r.get("form")).startswith("10-Q")), None)
+        found = found or (rows[0] if rows and kind != "instant" else None)
+        if found is not None and span.back:
+            return _back(span, kind, found, rows, calendar)
+        return Gated(kind, found, "" if found else "no quarterly value")
+    placed = place(span.named, rows, calendar or [])
+    return Gated(kind, placed.row, placed.miss, label=placed.label, quarter=span.named)
+
+
+def _quarter_end(
+    named: NamedQuarter, rows: list[Row], annual: list[Row], quarters: list[Row]
+) -> Gated:
+    """A balance at a named quarter's last day (the company's quarters placed on its
+    calendar; a fiscal Q4 ends with the year)."""
+    placed = place(named, quarters, annual)
+    end, label = (placed.row["end"], placed.label) if placed.row else (None, "")
+    if end is None and named.kind == "fiscal" and named.number == 4:
+        end = next((r["end"] for r in annual if fiscal_year(r) == named.year), None)
+        label = f"fiscal Q4 FY{named.year}, the end of the fiscal year"
+    if end is None:
+        return Gated("instant", None, placed.miss or f"no quarter placed for {named.asked()}")
+    found = next((r for r in rows if r["end"] == end), None)
+    miss = "" if found else f"no value at the end of {named.asked()} ({end})"
+    return Gated("instant", found, miss, label=f"at {end}, the end of {label}", quarter=named)
+
+
+def _back(span: Span, kind: str, latest: Row, rows: list[Row], calendar: list[Row] | None) -> Gated:
+    """A quarter counted back from the latest one, named on the fiscal calendar."""
+    placed = fiscal_quarter(latest, fiscal_years(calendar or []))
+    if placed is None or kind == "instant":
+        return Gated(kind, None, "its fiscal calendar did not place the latest quarter")
+    fy, number = placed
+    number -= span.back
+    while number < 1:
+        fy, number = fy - 1, number + 4
+    named = NamedQuarter("fiscal", number, fy, "")
+    found = place(named, rows, calendar or [])
+    return Gated(kind, found.row, found.miss, label=found.label, quarter=named)
 
 
 def _instant(

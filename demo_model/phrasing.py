@@ -39,16 +39,35 @@ DECLINED = (ADVICE_REASON, CONSENSUS_REASON)
 """Reasons that hold whoever the question is about: declined even without a company."""
 
 # Questions with no answer in reported SEC data (or none this demo can read), and why.
-# The first rule is for figures only (a filing list may name a quarter); the next two hold
-# even when the question names a figure ("revenue guidance"); the rest only when it does not.
-_STRONG = 7
+# The first rules hold even when the question names a figure ("revenue guidance", "same-store
+# sales"); the rest only when it does not.
+_STRONG = 10
 _UNSUPPORTED: tuple[tuple[re.Pattern[str], str], ...] = (
     (
-        re.compile(r"\bq[1-4]\s*'?(?:fy)?\s*(?:19|20)?\d{2}\b|\b(?:19|20)\d{2}\s*q[1-4]\b|"
-                   r"\b(?:first|second|third|fourth) (?:fiscal )?quarter\b", re.I),
-        "a named quarter (\"Q4 2025\") is a fiscal quarter for the company but a calendar "
-        "one in XBRL, and I won't guess which you mean; ask for \"last quarter\" or a "
-        "fiscal year",
+        re.compile(r"\bsame[- ]stores?(?: sales)?\b|\bcomparable[- ](?:store )?sales\b|"
+                   r"\bcomp(?:arable)? sales\b|\blike[- ]for[- ]like\b", re.I),
+        "same-store sales are a retailer's measure of stores open a year or more, which this "
+        "company does not report in its XBRL figures; its total revenue is another figure, "
+        "so I don't give it in their place",
+    ),
+    (
+        re.compile(r"\bunits? (?:sold|shipped|sales)\b|\bhow many (?!shares)[\w-]+(?: \w+)? "
+                   r"(?:did|does|do|has|have) .{1,40}\b(?:sell|sold|ship|deliver)\w*|"
+                   r"\b(?:vehicle |car )?deliveries\b|\bshipments\b|\bvolumes? sold\b", re.I),
+        "units sold (how many products a company sold or delivered) are not among the XBRL "
+        "figures companies report, and I don't give revenue in their place",
+    ),
+    (
+        re.compile(r"\bprice targets?\b|\btarget price\b", re.I),
+        "a price target is an analyst's forecast of the share price, not a reported figure, "
+        "and I give no investment advice",
+    ),
+    (
+        re.compile(r"\btrading (?:today|now|right now|at)\b|\bhow (?:is|are) .{1,40} trading\b|"
+                   r"\btoday['’]?s (?:trading|price|stock|share|move)|\b(?:stock|shares?) "
+                   r"(?:price )?today\b|\btrading volume\b|\bintraday\b", re.I),
+        "today's trading (the share price and volume) is market data, which SEC filings do "
+        "not hold",
     ),
     (
         re.compile(r"\b(?:good|bad|smart) (?:buy|investment|stock)\b|\bbuy or sell\b|"
@@ -130,7 +149,7 @@ def _corrected(word: str) -> str:
 def unsupported_reason(text: str, names_a_figure: bool) -> str | None:
     """Why a question is outside what the demo can answer, when a rule says so."""
     for n, (pattern, why) in enumerate(_UNSUPPORTED):
-        applies = names_a_figure if n == 0 else (n < _STRONG or not names_a_figure)
+        applies = n < _STRONG or not names_a_figure
         if applies and pattern.search(text):
             return why
     return None

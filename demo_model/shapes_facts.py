@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from demo_model import compare_answers, facts_answers
+from demo_model.changes import change_answer
 from demo_model.common import Next, firm_names, ident
 from demo_model.conversation import Conversation
 from demo_model.facts_answers import calendar_call
@@ -64,21 +65,29 @@ def plan_metric(q: Question, conv: Conversation) -> Next | str:
         if metrics[0].ratio:
             say += f" and compute its {metrics[0].label} from them"
         calls = tuple(_facts_call(q.firms[0].ticker, m, _limit(q, conv)) for m in parts)
-        if any(wants_calendar(q.span, m.instant) for m in parts):
+        if any(wants_calendar(q.span, m.instant) or (q.years and m.instant) for m in parts):
             say += ", and the end dates of its fiscal years, to place the year's last day"
-            calls += (calendar_call(q.firms[0].ticker, FLOW_LIMIT),)
+            calls += (calendar_call(q.firms[0].ticker, _calendar_limit(q)),)
         return Next(say + ".", calls)
-    return _fallback(q, conv) or _answer_or_unavailable(q, conv, facts_answers.metric)
+    write = change_answer if q.years else facts_answers.metric
+    return _fallback(q, conv) or _answer_or_unavailable(q, conv, write)
 
 
 def _limit(q: Question, conv: Conversation) -> int:
     """Periods enough to reach any fiscal year the data holds: sixteen years of annual
     values, or sixteen years of balance-sheet dates (up to four a year). One limit per
     kind, so the same figure is the same call whichever year is asked."""
+    if q.span.named:
+        return QUARTER_LIMIT
     return INSTANT_LIMIT if any(m.instant for m in q.metrics) else FLOW_LIMIT
 
 
-FLOW_LIMIT, INSTANT_LIMIT = 16, 64
+FLOW_LIMIT, INSTANT_LIMIT, QUARTER_LIMIT = 16, 64, 80
+
+
+def _calendar_limit(q: Question) -> int:
+    """The fiscal years, and for a balance at a named quarter's end its quarters too."""
+    return QUARTER_LIMIT if q.span.named and any(m.instant for m in q.metrics) else FLOW_LIMIT
 
 
 def _derived(q: Question, conv: Conversation, write: facts_answers.Writer) -> Next | str:

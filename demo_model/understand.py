@@ -11,8 +11,18 @@ from typing import Literal
 
 from demo_model.companies import CompanyIndex, Firm
 from demo_model.phrasing import DECLINED, GREETING, THANKS, correct, unsupported_reason
-from demo_model.spans import Span, find_limit, find_span
-from demo_model.vocab import ACRONYMS, FORMS, METRICS, STOPWORDS, TOPICS, Metric, Topic
+from demo_model.placing import period_reason, placed, quarter_of_year, span_of
+from demo_model.spans import Span, find_limit, two_years, year_to_year
+from demo_model.vocab import (
+    ACRONYMS,
+    FORMS,
+    METRICS,
+    STOPWORDS,
+    TOPICS,
+    Metric,
+    Topic,
+    share_of_revenue,
+)
 
 __all__ = ["Intent", "Question", "Span", "understand"]
 
@@ -56,14 +66,11 @@ _CUES = {
     r"\boverview\b|tell me about|\bsummary of\b",
 }
 CUES = {k: re.compile(v, re.I) for k, v in _CUES.items()}
-_LAST_QUARTER = re.compile(
-    r"\b(?:last|latest|most recent|this|past|previous|recent) quarter\b|"
-    r"\bquarterly (?!reports?\b|filings?\b)",
-    re.I,
-)
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|what about|how about|same (?:thing |one )?for|likewise for|now for|"
     r"ditto for|repeat (?:that |it )?for)\b|\b(?:its|it|their|they|the company|same company)\b|"
+    r"\b(?:did|has|have|was) (?:that|this) (?:grow|grew|grown|rise|rose|risen|change|fall|fell|"
+    r"increase|decrease|decline|drop|move)|"
     r"^\W*(?:in |for )?(?:fy|fiscal |cy)?\s*(?:19|20)\d{2}\W*$|"
     r"^\W*(?:in |for )?(?:fy|fiscal )\s*'?\d{2}\W*$",
     re.I,
@@ -86,6 +93,8 @@ class Question:
     """Why the demo cannot answer (intent `unsupported`)."""
     unclear: tuple[str, ...] = ()
     """Parts of the question not understood, as said (a period it cannot place)."""
+    years: tuple[int, int] | None = None
+    """The two fiscal years of a change asked between them ("from FY2023 to FY2024")."""
 
 
 def understand(
@@ -95,11 +104,16 @@ def understand(
     found = index.find(text)
     firms, unknown = found.firms, found.unknown
     metrics, topic, forms = find_metrics(text), find_topic(text), find_forms(text)
-    span = Span(quarter=True) if _LAST_QUARTER.search(text) else find_span(text, today)
-    follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative)
+    span = span_of(text, today, bool(metrics), forms)
+    # "what's the R&D spend?" after a question on Apple; never "costco revenue" or a ranking
+    alone = not (firms or unknown or _unclear(text, Span(), True) or _cue("rank", text))
+    alone = alone and bool(metrics)
+    follow_up = bool(earlier) and (bool(_FOLLOW_UP.search(text)) or span.relative or alone)
     before = understand(earlier[-1], index, today, earlier[:-1]) if follow_up else None
     if span.relative:
         span = placed(span, before.span if before else None, text)
+    if before is not None and span.unclear:
+        span = quarter_of_year(span, before.span)  # "and Q2?" after a question on FY2024
     if before is not None and not (metrics or topic or forms) and before.intent not in CHAT:
         return _carry_on(before, text, firms, span)  # "and in 2022?", "what about NVIDIA?"
     if before is not None and not firms and not unknown:
@@ -111,6 +125,11 @@ def understand(
     if reason and (firms or reason.startswith(DECLINED)):
         intent = "unsupported"
     intent, reason = _settle(intent, reason, firms, unknown, metrics, span)
+    years = two_years(text) if metrics and not span.quarter else None
+    if before is not None and years is None and span == before.span and metrics:
+        years = before.years  # "and its net income?" after a change between two years
+    if years and intent == "trend":
+        intent = "metric"  # "how much did revenue rise between 2023 and 2025": that change
     return Question(
         text=text,
         intent=intent,
@@ -124,6 +143,7 @@ def understand(
         limit=find_limit(text),
         reason=reason,
         unclear=_unclear(text, span, intent == "help" and bool(metrics) and not firms),
+        years=years if intent == "metric" else None,
     )
 
 
@@ -169,6 +189,8 @@ def _by_span(intent: Intent, span: Span) -> Intent:
     """One figure or its history, by the period: one year asks for one figure."""
     if intent not in ("metric", "trend"):
         return intent
+    if span.named:
+        return "metric"  # "revenue growth in Q2 FY2025": that quarter's figure
     if span.after and span.before and _one_year(span):
         return "metric"  # "revenue growth in 2023": that year's figure and its change
     if span.after:
@@ -195,47 +217,16 @@ RANK_FISCAL = (
 )
 
 
-def period_reason(said: str) -> str:
-    return (
-        f"I didn't understand the period “{said}”: a named quarter or half is fiscal for the "
-        "company but calendar in XBRL, and trailing or year-to-date sums are not reported "
-        'values, so I give no figure for a guessed period. Ask for a fiscal year ("fiscal 2024"), '
-        '"last fiscal year" or "last quarter"'
-    )
-
-
-def placed(span: Span, prior: Span | None, text: str) -> Span:
-    """A period said relative to the earlier question ("that year", "the year before"),
-    placed on that question's period; without one it is named as not understood."""
-    said = _RELATIVE_SAID.search(text)
-    words = said.group() if said else "that year"
-    if prior is None or prior.unclear or prior.quarter:
-        return Span(unclear=prior.unclear if prior and prior.unclear else words)
-    if prior.fiscal_year:
-        return Span(fiscal_year=prior.fiscal_year - prior.back - span.back)
-    if prior.calendar_year:
-        y = prior.calendar_year - span.back
-        return Span(dt.date(y, 1, 1), dt.date(y, 12, 31), calendar_year=y)
-    if prior.after or prior.before:
-        return Span(unclear=words)  # a range of years has no single year before it
-    return Span(latest_year=True, back=prior.back + span.back)
-
-
-_RELATIVE_SAID = re.compile(
-    r"\b(?:that|same|this) (?:fiscal )?(?:year|period)\b|"
-    r"\b(?:the )?(?:fiscal )?year (?:before|earlier|prior)(?: that)?\b|"
-    r"\b(?:prior|previous|preceding) (?:fiscal )?year\b",
-    re.I,
-)
-
-
 def _carry_on(before: Question, text: str, firms: tuple[Firm, ...], span: Span) -> Question:
     """A follow-up that names only a new period or company: the earlier question again."""
     firms = firms or before.firms
     intent = before.intent
     if intent == "compare" and len(firms) < 2:
         intent = "metric"
+    years = year_to_year(text, before.span, span) if intent == "metric" else None
     span = span if span != Span() else before.span
+    if years:
+        return replace(before, text=text, firms=firms, span=span, years=years)
     reason = before.reason
     if span.unclear and intent in FIGURES:
         intent, reason = "unsupported", period_reason(span.unclear)
@@ -313,7 +304,7 @@ def find_metrics(text: str) -> tuple[Metric, ...]:
             found.append((match.start(), metric))
         rest = metric.pattern.sub(lambda m: " " * len(m.group()), rest)
     unique = dict.fromkeys(m for _, m in sorted(found, key=lambda f: f[0]))
-    return tuple(unique)
+    return share_of_revenue(tuple(unique), text)
 
 
 def find_topic(text: str) -> Topic | None:

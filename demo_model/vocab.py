@@ -51,12 +51,20 @@ def _margin(key: str, label: str, numerator: str, words: str) -> Metric:
     return Metric(key, label, key, (), "%", False, re.compile(words, re.I), (numerator, "revenue"))
 
 
+PRETAX = (
+    "IncomeLossFromContinuingOperationsBeforeIncomeTaxesExtraordinaryItemsNoncontrollingInterest"
+)
+
 # Order matters: the first pattern to match a stretch of text claims it ("earnings per
 # share" is EPS, not earnings; "operating income" is not net income).
 METRICS: tuple[Metric, ...] = (
     Metric("free_cash_flow", "free cash flow", "free_cash_flow", (), "USD", False,
-           re.compile(r"free cash ?flows?|\bfcf\b", re.I), ("operating_cash_flow", "capex"),
+           re.compile(r"free cash ?flows?|\bfcf\b|operating cash flows? (?:minus|less) "
+                      r"(?:capex|capital expenditures?)", re.I), ("operating_cash_flow", "capex"),
            difference=True),
+    Metric("effective_tax_rate", "effective tax rate", "effective_tax_rate", (), "%", False,
+           re.compile(r"(?:effective )?(?:income )?tax rate|\betr\b", re.I),
+           ("income_tax", "pretax_income")),
     _margin("gross_margin", "gross margin", "gross_profit", r"gross margins?"),
     _margin("operating_margin", "operating margin", "operating_income",
             r"op(?:erating|\.)? margins?|ebit margins?"),
@@ -98,6 +106,16 @@ METRICS: tuple[Metric, ...] = (
             "NetCashProvidedByUsedInOperatingActivities", "USD", False,
             r"operating cash flows?|cash flows? from operations|\bcash\b(?: \w+){0,3} from "
             r"operations|cash (?:generated|provided) by operations"),
+    _metric("pretax_income", "pretax income", PRETAX, PRETAX, "USD", False,
+            r"pre-?tax (?:income|profits?|earnings)|(?:income|earnings|profits?) before "
+            r"(?:income )?tax(?:es|ation)?|\bebt\b"),
+    _metric("income_tax", "income tax expense", "IncomeTaxExpenseBenefit",
+            "IncomeTaxExpenseBenefit", "USD", False,
+            r"(?:income )?tax (?:expense|provision|bill|charge)s?|provision for (?:income )?tax"
+            r"(?:es)?|income tax(?:es)?|\btaxes\b(?: paid)?"),
+    _metric("cost_of_revenue", "cost of revenue", "cost_of_revenue",
+            "CostOfRevenue CostOfGoodsAndServicesSold", "USD", False,
+            r"cost of (?:revenues?|sales|goods(?: and services)? sold)|\bcogs\b"),
     _metric("operating_income", "operating income", "operating_income",
             "OperatingIncomeLoss", "USD", False,
             r"\bop(?:erating|\.)? (?:income|profit|loss)|\bop inc\b|income from operations"),
@@ -133,6 +151,25 @@ METRICS: tuple[Metric, ...] = (
             "LongTermDebtNoncurrent", "USD", True, r"\bdebt\b|borrowings"),
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
+
+SHARE_OF_REVENUE = re.compile(
+    r"(?:share|percent(?:age)?|%|proportion|fraction|ratio) (?:of|to) "
+    r"(?:total )?(?:revenues?|sales)\b|\bto[- ](?:revenue|sales) ratio\b|/ ?(?:revenue|sales)\b|"
+    r"\brelative to (?:revenues?|sales)\b|\bintensity\b|\bof (?:revenues?|sales) (?:spent|went)",
+    re.I,
+)
+
+
+def share_of_revenue(metrics: tuple[Metric, ...], text: str) -> tuple[Metric, ...]:
+    """ "R&D as a share of revenue": one figure over revenue, as a percentage."""
+    costs = [m for m in metrics if m.key != "revenue" and not m.ratio and m.unit == "USD"]
+    if not costs or costs[0].instant or not SHARE_OF_REVENUE.search(text):
+        return metrics
+    cost = costs[0]
+    label = f"{cost.label} as a share of revenue"
+    share = Metric(f"{cost.key}_share", label, f"{cost.key}_share", (), "%", False,
+                   cost.pattern, (cost.key, "revenue"))  # fmt: skip
+    return (share,)
 
 
 @dataclass(frozen=True)
@@ -216,7 +253,7 @@ ACRONYMS = frozenset(
     """CIK SEC EPS CEO CFO COO CTO MD MDA US USA AI GAAP XBRL FY CY IPO ETF EDGAR API TTM YOY
     EBITDA NYSE OTC NASDAQ ESG LLM FAQ ID PDF HTML JSON URL OK Q1 Q2 Q3 Q4 YTD QOQ R&D IT
     HR PR ROE ROI ROA AND OR THE FOR OF IN ON TO DEI ITEM USD FCF NI SG&A SGA OPEX CAPEX EBIT
-    LTM H1 H2 YR PE ROIC DPS SBC EV BS IS CF PNL P&L Y/Y""".split()  # noqa: SIM905
+    LTM H1 H2 YR PE ROIC DPS SBC EV BS IS CF PNL P&L Y/Y ETR COGS EBT LT""".split()  # noqa: SIM905
 )
 
 STOPWORDS = frozenset(
@@ -246,5 +283,5 @@ STOPWORDS = frozenset(
  figures value values total overall key main other same different per basic diluted q1
  q2 q3 q4 fy cy info information details detail anything something hello hi hey thanks
  thank weather joke recipe poem sec edgar ticker symbol cik lookup name names called
- paid pay""".split()  # noqa: SIM905
+ paid pay spend spending spent""".split()  # noqa: SIM905
 )

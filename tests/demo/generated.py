@@ -74,6 +74,9 @@ class Figure:
 
 
 _F = Figure
+PRETAX = (
+    "IncomeLossFromContinuingOperationsBeforeIncomeTaxesExtraordinaryItemsNoncontrollingInterest"
+)
 FIGURES: tuple[Figure, ...] = (
     _F("revenue", "revenue", ("revenue", "rev", "sales", "top line", "revnue", "revenues")),
     _F("net_income", "net_income", ("net income", "NI", "profit", "net earnings", "bottom line")),
@@ -100,11 +103,29 @@ FIGURES: tuple[Figure, ...] = (
     _F("net_margin", "", ("net margin", "profit margin"), parts=("net_income", "revenue")),
     _F("fcf", "", ("free cash flow", "FCF"), parts=("operating_cash_flow", "capital_expenditures"),
        difference=True),
+    # Issue 45: what analysts name often, and ratios of two figures.
+    _F("income_tax", "IncomeTaxExpenseBenefit", ("income tax expense", "provision for income taxes",
+                                                 "tax expense")),
+    _F("pretax", PRETAX, ("pretax income", "income before income taxes", "pre-tax profit")),
+    _F("cost_of_revenue", "cost_of_revenue", ("cost of revenue", "cost of sales", "COGS")),
+    _F("sbc", "ShareBasedCompensation", ("stock-based compensation", "SBC", "stock based comp")),
+    _F("tax_rate", "", ("effective tax rate", "tax rate", "ETR"), parts=("income_tax", PRETAX)),
+    _F("rnd_share", "", ("R&D as a share of revenue", "r&d as % of sales",
+                         "research and development as a percentage of revenue"),
+       parts=("research_and_development", "revenue")),
+    _F("sga_share", "", ("SG&A as a share of revenue", "sg&a as a percentage of sales"),
+       parts=("SellingGeneralAndAdministrativeExpense", "revenue")),
+    _F("capex_share", "", ("capex as a share of revenue", "capex to revenue ratio"),
+       parts=("capital_expenditures", "revenue")),
 )  # fmt: skip
 BY_KEY = {f.key: f for f in FIGURES}
 CONCEPT_OF = {"gross_profit": "gross_profit", "revenue": "revenue", "net_income": "net_income",
               "operating_income": "operating_income", "operating_cash_flow": "operating_cash_flow",
-              "capital_expenditures": "capital_expenditures"}  # fmt: skip
+              "capital_expenditures": "capital_expenditures",
+              "income_tax": "IncomeTaxExpenseBenefit", PRETAX: PRETAX,
+              "research_and_development": "research_and_development",
+              "SellingGeneralAndAdministrativeExpense": "SellingGeneralAndAdministrativeExpense",
+              }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -115,8 +136,10 @@ class Period:
     year: int | None = None
 
 
-UNCLEAR = ("Q3 2024", "q2", "ttm", "trailing twelve months", "H1", "ytd", "this year",
-           "first half", "Q4 FY24")  # fmt: skip
+UNCLEAR = ("q2", "ttm", "trailing twelve months", "H1", "ytd", "this year", "first half",
+           "last twelve months")  # fmt: skip
+"""Periods it cannot place (a quarter with no year among them); named quarters with a year
+are placed (generated_more.py)."""
 
 
 def fiscal_forms(year: int) -> tuple[str, ...]:
@@ -414,12 +437,19 @@ def refusal(rng: random.Random) -> Case:
 
 
 def generate(n: int, seed: int = 30) -> list[Case]:
-    """n cases: about 70% single questions, 20% follow-up chains, 10% to decline."""
+    """n cases: about 55% single questions, 15% follow-up chains, 8% to decline, and 22%
+    of the kinds of generated_more.py (named quarters, the latest 10-Q, changes between two
+    years, what is not reported)."""
+    from tests.demo.generated_more import more  # it builds on this module
+
     rng = random.Random(seed)
     cases = []
     for _ in range(n):
         roll = rng.random()
-        cases.append(single(rng) if roll < 0.7 else chain(rng) if roll < 0.9 else refusal(rng))
+        if roll < 0.22:
+            cases.append(more(rng))
+            continue
+        cases.append(single(rng) if roll < 0.77 else chain(rng) if roll < 0.92 else refusal(rng))
     return cases
 
 

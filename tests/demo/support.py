@@ -165,7 +165,18 @@ def _unsupported_amounts(text: str, corpus: str, numbers: set[float]) -> list[st
         if not any(
             abs(a - b - value) <= 2 * tolerance for a, b in itertools.permutations(printed, 2)
         )
+        and not _year_less_quarters(value, 4 * tolerance, printed)
     ]
+
+
+def _year_less_quarters(value: float, tolerance: float, printed: list[float]) -> bool:
+    """A fourth quarter: a year's value less three quarters' values printed beside it."""
+    for n, year in enumerate(printed):
+        others = printed[:n] + printed[n + 1 :]
+        for three in itertools.combinations(others, 3):
+            if abs(year - sum(three) - value) <= tolerance:
+                return True
+    return False
 
 
 def ungrounded(text: str, sources: list[str]) -> list[str]:

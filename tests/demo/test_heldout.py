@@ -9,6 +9,7 @@ import pytest
 from tests.demo.conftest import Client
 from tests.demo.heldout import CASES, Case, Verdict, score
 from tests.demo.heldout2 import SET_P, SET_Q
+from tests.demo.heldout3 import SET_R
 from tests.demo.support import ask, replay, ungrounded
 from tools import Toolset
 
@@ -39,12 +40,15 @@ async def test_heldout_analyst_questions(demo_gateway: Client, toolset: Toolset)
 
 
 @pytest.mark.parametrize(
-    "cases", [SET_P, SET_Q], ids=["periods-and-figures", "filers-and-refusals"]
+    "cases",
+    [SET_P, SET_Q, SET_R],
+    ids=["periods-and-figures", "filers-and-refusals", "analysts-quarters-ratios-changes"],
 )
 async def test_more_heldout_sets(
     demo_gateway: Client, toolset: Toolset, cases: tuple[Case, ...]
 ) -> None:
-    """Two more sets of 24 (tests/demo/heldout2.py): the same bar, each set on its own."""
+    """Three more sets of 24 (tests/demo/heldout2.py, heldout3.py): the same bar, each set
+    on its own."""
     assert len(cases) == 24
     verdicts = {case.question: await run_case(demo_gateway, toolset, case) for case in cases}
     report = "\n".join(

@@ -380,7 +380,11 @@ async def test_a_comparison_with_a_missing_company(demo_gateway: Client, toolset
     assert "largest" not in run.answer and "$215.9 billion" in run.answer
 
 
-async def test_a_named_quarter_is_not_guessed(demo_gateway: Client) -> None:
-    run = await ask(demo_gateway, "revenue of apple in q4 2025")
-    assert run.uses == [] and run.answer.startswith("I can't answer that about Apple")
-    assert "last quarter" in run.answer
+async def test_a_fourth_fiscal_quarter_is_not_given_as_another_period(
+    demo_gateway: Client, toolset: Toolset
+) -> None:
+    """A 10-K reports the year, not its fourth quarter: the quarter is the year less the
+    three quarters of the 10-Qs, each shown; never the year's figure in its place."""
+    run = await grounded_run(demo_gateway, toolset, "revenue of apple in q4 2025")
+    assert run.answer.startswith("**Apple Inc.**'s revenue for fiscal Q4 FY2025 (the quarter")
+    assert "computed as its FY2025 revenue of $416.2 billion" in run.answer

@@ -10,6 +10,7 @@ import pytest
 
 import demo_model
 from demo_model.companies import CompanyIndex
+from demo_model.quarters import NamedQuarter
 from demo_model.understand import Question, Span, understand
 
 TODAY = dt.date(2026, 11, 22)
@@ -69,6 +70,10 @@ def test_examples_in_questions_md(index: CompanyIndex) -> None:
         assert read(index, example.strip()).intent == intent, example
 
 
+def _named(kind: str, number: int, year: int, said: str) -> Span:
+    return Span(quarter=True, named=NamedQuarter(kind, number, year, said))
+
+
 @pytest.mark.parametrize(
     ("text", "span"),
     [
@@ -125,7 +130,7 @@ def test_spans(index: CompanyIndex, text: str, span: Span) -> None:
         ("who sits on apple's board", "unsupported", ""),
         ("Any board changes at Apple?", "exec", "Item 5.02"),
         ("How is NVIDIA doing?", "overview", ""),
-        ("revenue of apple in q4 2025", "unsupported", ""),
+        ("revenue of apple in q4 2025", "metric", "revenue"),
         ("Apple's 10-Q filings for Q2 2025", "filings", "10-Q"),
         ("nvidia vs amd revenue", "compare", "revenue"),
         ("nvidias revnue last quarter", "metric", "revenue"),
@@ -163,13 +168,22 @@ def test_follow_up_takes_the_earlier_company(index: CompanyIndex) -> None:
         ("apple eps '23", Span(dt.date(2023, 1, 1), dt.date(2023, 12, 31), 2023, 2023)),
         ("apple eps last fiscal yr", Span(latest_year=True)),
         ("apple eps for the most recent fiscal year", Span(latest_year=True)),
-        ("apple eps q3 2024", Span(unclear="q3 2024")),
+        ("apple eps q3 2024", _named("fiscal", 3, 2024, "q3 2024")),
+        ("apple eps Q2 FY'24", _named("fiscal", 2, 2024, "Q2 FY'24")),
+        ("nvda rev second quarter of fiscal 2025",
+         _named("fiscal", 2, 2025, "second quarter of fiscal 2025")),
+        ("nvidia revenue CY2024 Q2",
+         _named("calendar", 2, 2024, "CY2024 Q2")),
+        ("nvidia revenue in calendar Q3 2024",
+         _named("calendar", 3, 2024, "calendar Q3 2024")),
         ("apple revenue ttm", Span(unclear="ttm")),
         ("apple revenue trailing twelve months", Span(unclear="trailing twelve months")),
         ("apple revenue this year", Span(unclear="this year")),
         ("apple revenue h1", Span(unclear="h1")),
         ("apple revenue for the quarter ended december 2025",
-         Span(unclear="the quarter ended december 2025")),
+         _named("ended", 12, 2025, "quarter ended december 2025")),
+        ("nvidia revenue, july 2024 quarter",
+         _named("ended", 7, 2024, "july 2024 quarter")),
         ("nvidia revenue in the march quarter", Span(unclear="march quarter")),
         ("apple quarterly revenue", Span(quarter=True)),
     ],
@@ -179,9 +193,9 @@ def test_periods_as_analysts_write_them(index: CompanyIndex, text: str, span: Sp
 
 
 def test_a_period_it_cannot_place_is_named_and_no_figure_is_fetched(index: CompanyIndex) -> None:
-    q = read(index, "nvidia revenue q3 2024")
-    assert q.intent == "unsupported" and q.unclear == ("q3 2024",)
-    assert q.reason is not None and "“q3 2024”" in q.reason
+    q = read(index, "nvidia revenue ttm")
+    assert q.intent == "unsupported" and q.unclear == ("ttm",)
+    assert q.reason is not None and "“ttm”" in q.reason
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,10 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("dei:EntityCommonStockSharesOutstanding", "us-gaap:CommonStockSharesOutstanding"),
     ),
 )
+# More metric names a concept is found by, outside the key-metrics summary.
+MORE_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cost_of_revenue", ("us-gaap:CostOfRevenue", "us-gaap:CostOfGoodsAndServicesSold")),
+)
 _TAXONOMY_RANK = {t: i for i, t in enumerate(("us-gaap", "dei", "ifrs-full", "srt"))}
 
 
@@ -194,7 +198,7 @@ def _current(
 
 def metric_concept(facts: dict[str, Any], metric: str) -> str | None:
     """The concept behind a key metric name ("revenue" -> the one this company uses)."""
-    candidates = dict(KEY_METRICS).get(metric.strip().lower().replace(" ", "_"))
+    candidates = dict(KEY_METRICS + MORE_METRICS).get(metric.strip().lower().replace(" ", "_"))
     current = _current(facts, candidates) if candidates else None
     return current[0] if current else None
 
