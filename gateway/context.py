@@ -69,15 +69,21 @@ def api_plan(
                 "keep": {"type": "thinking_turns", "value": KEEP_THINKING_TURNS},
             }
         )
-    edits.append({
-        "type": CLEAR_TOOL_USES_EDIT,
-        "trigger": {"type": "input_tokens", "value": trigger},
-        "keep": {"type": "tool_uses", "value": keep},
-    })  # fmt: skip
+    edits.append(
+        {
+            "type": CLEAR_TOOL_USES_EDIT,
+            "trigger": {"type": "input_tokens", "value": trigger},
+            "keep": {"type": "tool_uses", "value": keep},
+        }
+    )
     return ContextPlan(
-        "edit", trigger, keep, clear_thinking=thinking, edits=tuple(edits),
+        "edit",
+        trigger,
+        keep,
+        clear_thinking=thinking,
+        edits=tuple(edits),
         betas=(CONTEXT_MANAGEMENT_BETA,),
-    )  # fmt: skip
+    )
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:

@@ -84,9 +84,14 @@ class Spend:
         return {"today": summary(today, day), "month": summary(this_month, month)}
 
     def charge(
-        self, name: str, model: str, usage: dict[str, int], usd: float | None, *,
+        self,
+        name: str,
+        model: str,
+        usage: dict[str, int],
+        usd: float | None,
+        *,
         batch_question: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Charge one finished run (or batch question): at once to an in-memory ledger,
         else in the background. Zero amounts are left out."""
         amounts: dict[str, float] = {"batch_questions" if batch_question else "runs": 1}

@@ -25,8 +25,10 @@ def message_payloads(message: dict[str, Any]) -> list[bytes]:
     raw: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message.get("content") or ()):
         raw.extend(_block_events(index, block))
-    stop = {"stop_reason": message.get("stop_reason"),
-            "stop_sequence": message.get("stop_sequence")}  # fmt: skip
+    stop = {
+        "stop_reason": message.get("stop_reason"),
+        "stop_sequence": message.get("stop_sequence"),
+    }
     for key in ("stop_details", "container"):  # a stream's message_delta names them too
         if message.get(key) is not None:
             stop[key] = message[key]
@@ -49,8 +51,12 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
         deltas.append({"type": "text_delta", "text": block["text"]})
     elif kind in ("tool_use", "server_tool_use"):
         start["input"] = {}
-        deltas = [{"type": "input_json_delta",
-                   "partial_json": orjson.dumps(block.get("input") or {}).decode()}]  # fmt: skip
+        deltas = [
+            {
+                "type": "input_json_delta",
+                "partial_json": orjson.dumps(block.get("input") or {}).decode(),
+            }
+        ]
     elif kind == "thinking":
         start.update(thinking="", signature="")
         deltas = [{"type": "thinking_delta", "thinking": block["thinking"]}]

@@ -48,8 +48,9 @@ async def download(request: web.Request) -> web.StreamResponse:
                 outcome = "client_left"
                 raise
             except Exception as exc:  # the upstream broke off: the client sees a cut body
-                log.warning("file %s: the Files API broke off after %d bytes (%s)",
-                            file_id, sent, exc)  # fmt: skip
+                log.warning(
+                    "file %s: the Files API broke off after %d bytes (%s)", file_id, sent, exc
+                )
                 if request.transport is not None:
                     request.transport.close()
                 return response

@@ -35,9 +35,12 @@ async def _start(request: web.Request, data: object, endpoint: str) -> Run:
     app = request.app
     toolset = app[keys.TOOLSET]
     run_request = parse_run_request(
-        data, app[keys.SETTINGS], toolset.registry.names(), request[keys.REQUEST_ID],
+        data,
+        app[keys.SETTINGS],
+        toolset.registry.names(),
+        request[keys.REQUEST_ID],
         caller_of(request),
-    )  # fmt: skip
+    )
     config = await app[keys.PLANNER].config(run_request)  # a 400 for what the model can't do
     # The request's server span (made current by the middleware) is the run's parent.
     return await admission.start_run(
@@ -232,8 +235,14 @@ async def cancel(request: web.Request) -> web.Response:
     cancelled = await request.app[keys.RUNS].cancel(run_id)
     if cancelled is None:
         raise _not_found(run_id)
-    return json_response({"ok": True, "run_id": run_id, "cancelled": cancelled,
-                          "status": "cancelling" if cancelled else "finished"})  # fmt: skip
+    return json_response(
+        {
+            "ok": True,
+            "run_id": run_id,
+            "cancelled": cancelled,
+            "status": "cancelling" if cancelled else "finished",
+        }
+    )
 
 
 def _not_found(run_id: str) -> GatewayError:
@@ -276,8 +285,12 @@ async def health(request: web.Request) -> web.Response:
         "upstream_consecutive_failures": primary.consecutive_failures,
         "upstream_last_error": primary.last_error,
         "upstreams": [
-            {"name": p.name, "model": p.model, "url": upstreams.urls[p.name],
-             **health.by_name[p.name].report()}
+            {
+                "name": p.name,
+                "model": p.model,
+                "url": upstreams.urls[p.name],
+                **health.by_name[p.name].report(),
+            }
             for p in upstreams.providers
         ],
         "tools": {"count": len(toolset.registry.names()), "backends": toolset.backends},
@@ -294,7 +307,7 @@ async def health(request: web.Request) -> web.Response:
         "build": app[keys.BUILD].report(),
         "feature_flags": feature_flags(app),
         "dependencies": dependencies(app, store_health),
-    }  # fmt: skip
+    }
     return json_response(body, 503 if health.degraded else 200)
 
 
@@ -327,24 +340,32 @@ def dependencies(app: web.Application, store: dict[str, Any] | None) -> dict[str
     limits = app[keys.LIMITS].limits
     return {
         "upstream": {
-            p.name: {"url": upstreams.urls[p.name], "model": p.model,
-                     "status": health.by_name[p.name].report()["status"]}
+            p.name: {
+                "url": upstreams.urls[p.name],
+                "model": p.model,
+                "status": health.by_name[p.name].report()["status"],
+            }
             for p in upstreams.providers
         },
         "rate_limiter": {
-            "kind": "per_key", "store": "redis" if s.redis_url else "memory",
-            "active": limits.active, "per_minute": limits.per_minute,
-            "concurrent": limits.concurrent, "daily_tokens": limits.daily_tokens,
+            "kind": "per_key",
+            "store": "redis" if s.redis_url else "memory",
+            "active": limits.active,
+            "per_minute": limits.per_minute,
+            "concurrent": limits.concurrent,
+            "daily_tokens": limits.daily_tokens,
             "daily_usd": s.gateway_daily_usd_budget,
         },
         "circuit_breaker": {
-            p.name: {"state": "open" if health.by_name[p.name].degraded else "closed",
-                     "consecutive_failures": health.by_name[p.name].consecutive_failures,
-                     "threshold": health.by_name[p.name].threshold}
+            p.name: {
+                "state": "open" if health.by_name[p.name].degraded else "closed",
+                "consecutive_failures": health.by_name[p.name].consecutive_failures,
+                "threshold": health.by_name[p.name].threshold,
+            }
             for p in upstreams.providers
         },
         "store": store if store is not None else {"status": "memory"},
-    }  # fmt: skip
+    }
 
 
 def _model_health(app: web.Application) -> dict[str, object] | None:

@@ -221,9 +221,12 @@ async def _serve(
     app: web.Application, sock: socket.socket, stop: asyncio.Future[None], shutdown_timeout: float
 ) -> None:
     runner = web.AppRunner(
-        app, handle_signals=False, handler_cancellation=True, shutdown_timeout=shutdown_timeout,
+        app,
+        handle_signals=False,
+        handler_cancellation=True,
+        shutdown_timeout=shutdown_timeout,
         access_log_class=AccessLog,
-    )  # fmt: skip
+    )
     await runner.setup()
     try:
         await AcceptingSite(runner, sock).start()

@@ -134,8 +134,10 @@ class AuditLog:
         if now - self._warned_at >= WARN_EVERY_S:
             log.warning(
                 "audit: %d lines queued, the writer is behind: %d lines dropped since the "
-                "last warning", self.queue_max, self._unwarned,
-            )  # fmt: skip
+                "last warning",
+                self.queue_max,
+                self._unwarned,
+            )
             self._warned_at, self._unwarned = now, 0
 
     async def _write_loop(self) -> None:
@@ -193,12 +195,22 @@ class RunAudit:
         self._audit.write("run_start", {**self._base, "endpoint": endpoint, "model": model})
 
     def tool_call(
-        self, tool: str, tool_input: Any, *, result_bytes: int, is_error: bool,
-        duration_ms: float, outcome: str,
-    ) -> None:  # fmt: skip
+        self,
+        tool: str,
+        tool_input: Any,
+        *,
+        result_bytes: int,
+        is_error: bool,
+        duration_ms: float,
+        outcome: str,
+    ) -> None:
         fields = {**self._base, "tool": tool, **self._input(tool_input)}
-        fields |= {"result_bytes": result_bytes, "is_error": is_error,
-                   "duration_ms": round(duration_ms, 1), "outcome": outcome}  # fmt: skip
+        fields |= {
+            "result_bytes": result_bytes,
+            "is_error": is_error,
+            "duration_ms": round(duration_ms, 1),
+            "outcome": outcome,
+        }
         self._audit.write("tool_call", fields)
 
     def run_end(

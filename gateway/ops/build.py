@@ -37,8 +37,11 @@ def _git_head() -> tuple[str | None, str | None]:
     try:
         out = subprocess.run(
             ["git", "-C", str(SOURCE_ROOT), "log", "-1", "--format=%H %cI"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.split()  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.split()
     except (OSError, subprocess.SubprocessError):
         return None, None
     return (out[0], out[1]) if len(out) == 2 else (None, None)

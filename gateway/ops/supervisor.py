@@ -81,9 +81,16 @@ class Supervisor:
             self._started += 1
             member = Member(self._dir / f"worker-{index}-{self._started}")
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "gateway", "--worker", str(index),
-                "--supervisor", str(os.getpid()), "--fleet-member", str(member.path),
-            )  # fmt: skip
+                sys.executable,
+                "-m",
+                "gateway",
+                "--worker",
+                str(index),
+                "--supervisor",
+                str(os.getpid()),
+                "--fleet-member",
+                str(member.path),
+            )
             self._procs[index] = proc
             code = await proc.wait()
             if self._stopping.is_set():
@@ -91,8 +98,13 @@ class Supervisor:
             backoff = BACKOFF_MIN_S if time.monotonic() - started > STABLE_S else backoff
             if member.booted():
                 failed_starts.clear()
-                log.warning("supervisor: worker %d (pid %d) exited with %s; restarting in %.1f s",
-                            index, proc.pid, code, backoff)  # fmt: skip
+                log.warning(
+                    "supervisor: worker %d (pid %d) exited with %s; restarting in %.1f s",
+                    index,
+                    proc.pid,
+                    code,
+                    backoff,
+                )
             else:
                 why = member.failure() or f"exit status {code}"
                 now = time.monotonic()
@@ -103,8 +115,13 @@ class Supervisor:
                         f"within {BOOT_WINDOW_S:g} s; the last time: {why}"
                     )
                     return
-                log.warning("supervisor: worker %d (pid %d) failed to start (%s); restarting "
-                            "in %.1f s", index, proc.pid, why, backoff)  # fmt: skip
+                log.warning(
+                    "supervisor: worker %d (pid %d) failed to start (%s); restarting in %.1f s",
+                    index,
+                    proc.pid,
+                    why,
+                    backoff,
+                )
             bury(member)  # its numbers into the fleet's one file of dead workers
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(backoff):

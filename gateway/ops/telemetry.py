@@ -73,9 +73,11 @@ def configure_tracing(environ: Mapping[str, str] | None = None) -> Tracing:
     if not endpoint and not env.get("OTEL_TRACES_SAMPLER"):
         return UnrecordedTracerProvider()
     resource = Resource.create(
-        {"service.name": env.get("OTEL_SERVICE_NAME", "research-gateway"),
-         "service.version": __version__}
-    )  # fmt: skip
+        {
+            "service.name": env.get("OTEL_SERVICE_NAME", "research-gateway"),
+            "service.version": __version__,
+        }
+    )
     provider = TracerProvider(resource=resource)
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

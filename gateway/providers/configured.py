@@ -48,9 +48,12 @@ async def open_upstreams(settings: Settings) -> AsyncIterator[Upstreams]:
             if kind == "anthropic" and isinstance(provider, AnthropicProvider):
                 files = FilesAPI(provider.client)
         yield Upstreams(
-            providers, catalogs[settings.upstream_kind], UpstreamsHealth(settings.upstreams), urls,
+            providers,
+            catalogs[settings.upstream_kind],
+            UpstreamsHealth(settings.upstreams),
+            urls,
             files,
-        )  # fmt: skip
+        )
 
 
 async def _open(

@@ -7,9 +7,15 @@ from typing import Any
 
 # Codes only the model service causes (a gateway bug is UNKNOWN_ERROR, a bad request 400).
 UPSTREAM_CODES = frozenset(
-    {"AUTHENTICATION_ERROR", "PERMISSION_ERROR", "RATE_LIMIT_ERROR", "OVERLOADED_ERROR",
-     "TIMEOUT_ERROR", "NETWORK_ERROR"}
-)  # fmt: skip
+    {
+        "AUTHENTICATION_ERROR",
+        "PERMISSION_ERROR",
+        "RATE_LIMIT_ERROR",
+        "OVERLOADED_ERROR",
+        "TIMEOUT_ERROR",
+        "NETWORK_ERROR",
+    }
+)
 
 
 class UpstreamHealth:

@@ -77,10 +77,18 @@ async def call_model(
                 raise
             following = providers[index + 1].name
             message = f"Upstream {provider.name} failed ({failure.code}); trying {following}"
-            emit([events.warning(
-                "upstream_fallback", message, number, error_code=failure.code,
-                upstream=provider.name, next_upstream=following,
-            )])  # fmt: skip
+            emit(
+                [
+                    events.warning(
+                        "upstream_fallback",
+                        message,
+                        number,
+                        error_code=failure.code,
+                        upstream=provider.name,
+                        next_upstream=following,
+                    )
+                ]
+            )
             continue
         left_out = sorted(set(turn.dropped) - hooks.warned)
         if left_out:
@@ -94,9 +102,13 @@ async def call_model(
 
 
 async def _with_retries(
-    provider: Provider, call: ModelCall, turn: Turn, policy: RetryPolicy, hooks: CallHooks,
+    provider: Provider,
+    call: ModelCall,
+    turn: Turn,
+    policy: RetryPolicy,
+    hooks: CallHooks,
     emit: Emit,
-) -> None:  # fmt: skip
+) -> None:
     if provider.model and provider.model != call.model:  # a fallback's own model
         call = dataclasses.replace(call, model=provider.model)
     waited = 0.0
@@ -119,17 +131,30 @@ async def _with_retries(
         message = (
             f"Upstream {failure.code}: {failure.message}. Retry {attempt + 1} in {delay:.1f} s"
         )
-        emit([events.warning(
-            "upstream_retry", message, turn.turn, attempt=attempt + 1, delay_s=round(delay, 3),
-            error_code=failure.code, upstream=provider.name,
-        )])  # fmt: skip
+        emit(
+            [
+                events.warning(
+                    "upstream_retry",
+                    message,
+                    turn.turn,
+                    attempt=attempt + 1,
+                    delay_s=round(delay, 3),
+                    error_code=failure.code,
+                    upstream=provider.name,
+                )
+            ]
+        )
         await asyncio.sleep(delay)
 
 
 async def _attempt(
-    provider: Provider, call: ModelCall, turn: Turn, emit: Emit, deadline: float,
+    provider: Provider,
+    call: ModelCall,
+    turn: Turn,
+    emit: Emit,
+    deadline: float,
     deadline_s: float,
-) -> None:  # fmt: skip
+) -> None:
     """One attempt, within the call's deadline. The deadline covers what `emit` does as
     well: it hands events to the run's log and writes only to clients that take them
     without waiting. Invalid JSON from the upstream is its failure, not ours."""

@@ -43,8 +43,9 @@ class RunFiles:
             info = FileInfo(file_id, None, None, None)
             message = f"The Files API did not describe file {file_id} ({exc.code}: {exc})"
             said.append(events.warning("file_metadata_failed", message, turn, file_id=file_id))
-        record = FileRecord(self._owner, self._run_id, info.filename, info.mime_type,
-                            info.size_bytes)  # fmt: skip
+        record = FileRecord(
+            self._owner, self._run_id, info.filename, info.mime_type, info.size_bytes
+        )
         await self._owners.record(file_id, record)
         file = events.file(file_id, info.filename, info.mime_type, info.size_bytes, turn)
         return [file, *said]

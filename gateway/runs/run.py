@@ -49,9 +49,13 @@ class Run:
     """One run: its log, its task, and who is reading it."""
 
     def __init__(
-        self, run_id: str, session_id: str, log: EventLog, grace_s: float,
+        self,
+        run_id: str,
+        session_id: str,
+        log: EventLog,
+        grace_s: float,
         readers_elsewhere: Callable[[], Awaitable[int]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.id = run_id
         self.session_id = session_id
         self.log = log

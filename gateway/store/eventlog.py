@@ -37,9 +37,18 @@ _FRAME_END = b"\n\n"  # no frame has it inside: its JSON is one line
 
 class EventLog:
     __slots__ = (
-        "_buffer", "_cold", "_ends", "_first_seq", "_hot_seq", "_pushing", "_waiters",
-        "closed", "listener", "max_events", "run_id",
-    )  # fmt: skip
+        "_buffer",
+        "_cold",
+        "_ends",
+        "_first_seq",
+        "_hot_seq",
+        "_pushing",
+        "_waiters",
+        "closed",
+        "listener",
+        "max_events",
+        "run_id",
+    )
 
     def __init__(self, run_id: str, max_events: int = 200_000) -> None:
         self.run_id = run_id

@@ -29,9 +29,12 @@ class FileRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FileRecord:
         return cls(
-            str(data["owner"]), str(data["run_id"]), data.get("filename"),
-            data.get("mime_type"), data.get("size_bytes"),
-        )  # fmt: skip
+            str(data["owner"]),
+            str(data["run_id"]),
+            data.get("filename"),
+            data.get("mime_type"),
+            data.get("size_bytes"),
+        )
 
 
 class FileOwners(Protocol):

@@ -138,11 +138,13 @@ def record_from_info(info: Any) -> ModelRecord:
     # so it goes with the server tools as a whole.
     servers = frozenset(
         name
-        for name, capability in (("web_search", getattr(server, "web_search", None)),
-                                 ("web_fetch", server),
-                                 ("code_execution", getattr(server, "code_execution", None)))
+        for name, capability in (
+            ("web_search", getattr(server, "web_search", None)),
+            ("web_fetch", server),
+            ("code_execution", getattr(server, "code_execution", None)),
+        )
         if _supported(capability)
-    )  # fmt: skip
+    )
     thinking_on = bool(getattr(thinking, "supported", False))
     context = getattr(caps, "context_management", None)
     edits = frozenset(
@@ -228,8 +230,10 @@ class ModelCatalog:
                 log.warning(
                     "model %s: the Models API could not be read (%s: %s); using safe defaults "
                     "(no thinking, effort or structured output) until it can",
-                    model, type(exc).__name__, exc,
-                )  # fmt: skip
+                    model,
+                    type(exc).__name__,
+                    exc,
+                )
             self._retry_at[model] = time.monotonic() + RETRY_UNREADABLE_S
             # Nothing optional is sent; but a model that binds its thinking blocks still
             # does, so a continued session drops them (binding.py).

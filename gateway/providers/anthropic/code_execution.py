@@ -26,10 +26,13 @@ CUSTOM_SKILL = re.compile(r"^skill_[A-Za-z0-9]{1,64}$")
 """A custom skill's generated id, as the Skills API makes them (`skill_01AbCd...`)."""
 MAX_SKILLS = 8
 """Skills per request, the API's limit ("You can include up to 8 Skills per request")."""
-RESULT_TYPES = frozenset({
-    "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result",
-})  # fmt: skip
+RESULT_TYPES = frozenset(
+    {
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+    }
+)
 
 
 def skills_problem(skills: tuple[str, ...]) -> str | None:
@@ -51,11 +54,16 @@ def container_param(skills: tuple[str, ...]) -> dict[str, Any] | None:
     """The first call's `container`: the skills to load (None: the API makes a bare one)."""
     if not skills:
         return None
-    return {"skills": [
-        {"type": "anthropic" if s in ANTHROPIC_SKILLS else "custom", "skill_id": s,
-         "version": "latest"}
-        for s in skills
-    ]}  # fmt: skip
+    return {
+        "skills": [
+            {
+                "type": "anthropic" if s in ANTHROPIC_SKILLS else "custom",
+                "skill_id": s,
+                "version": "latest",
+            }
+            for s in skills
+        ]
+    }
 
 
 def file_ids(content: list[dict[str, Any]]) -> Iterator[str]:

@@ -183,8 +183,11 @@ class TurnTranslator:
 
     def partial_texts(self) -> list[str]:
         """Text so far, finished blocks and the one still streaming (for an interrupted turn)."""
-        partial = ["".join(parts) for i, parts in sorted(self._parts.items())
-                   if self._blocks[i].get("type") == "text" and parts]  # fmt: skip
+        partial = [
+            "".join(parts)
+            for i, parts in sorted(self._parts.items())
+            if self._blocks[i].get("type") == "text" and parts
+        ]
         return [*self.texts, *partial]
 
     @property
@@ -276,9 +279,12 @@ class TurnTranslator:
             self._parts[index].append(fragment)
             block = self._blocks[index]
             return events.tool_call(
-                "tool_input_delta", {"id": block["id"]}, self.turn, partial_json=fragment,
+                "tool_input_delta",
+                {"id": block["id"]},
+                self.turn,
+                partial_json=fragment,
                 **_server_flag(block),
-            )  # fmt: skip
+            )
         if kind == "thinking_delta":
             text = delta["thinking"]
             self._parts[index].append(text)
@@ -380,14 +386,26 @@ class TurnTranslator:
         if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
             error = f"{tool['name']} failed: {content.get('error_code', 'unknown error')}"
             return events.tool_call(
-                "tool_error", tool, self.turn, success=False, error=error, duration_ms=None,
+                "tool_error",
+                tool,
+                self.turn,
+                success=False,
+                error=error,
+                duration_ms=None,
                 server=True,
-            )  # fmt: skip
+            )
         preview = orjson.dumps(_server_preview(content)).decode()
         return events.tool_call(
-            "tool_result", tool, self.turn, success=True, preview=preview[:2_000],
-            bytes=len(preview), truncated=len(preview) > 2_000, duration_ms=None, server=True,
-        )  # fmt: skip
+            "tool_result",
+            tool,
+            self.turn,
+            success=True,
+            preview=preview[:2_000],
+            bytes=len(preview),
+            truncated=len(preview) > 2_000,
+            duration_ms=None,
+            server=True,
+        )
 
     def _parse_input(self, tool_id: str, joined: str, initial: Any) -> dict[str, Any]:
         if not joined.strip():
@@ -417,19 +435,26 @@ class TurnTranslator:
             self._compaction_usage = {
                 key: sum(int(i.get(key) or 0) for i in compactions) for key in events.USAGE_KEYS
             }
-            self._edits.append(events.context_edited(
-                self.turn, "compact", None, None, usage=dict(self._compaction_usage)
-            ))  # fmt: skip
+            self._edits.append(
+                events.context_edited(
+                    self.turn, "compact", None, None, usage=dict(self._compaction_usage)
+                )
+            )
         applied = (raw.get("context_management") or {}).get("applied_edits") or ()
         for edit in applied:
             strategy = str(edit.get("type", "")).rsplit("_", 1)[0]
             extra = {}
             if "cleared_thinking_turns" in edit:
                 extra["cleared_thinking_turns"] = edit["cleared_thinking_turns"]
-            self._edits.append(events.context_edited(
-                self.turn, strategy, edit.get("cleared_input_tokens"),
-                edit.get("cleared_tool_uses"), **extra,
-            ))  # fmt: skip
+            self._edits.append(
+                events.context_edited(
+                    self.turn,
+                    strategy,
+                    edit.get("cleared_input_tokens"),
+                    edit.get("cleared_tool_uses"),
+                    **extra,
+                )
+            )
         self._count()
 
     def _take_container(self, container: Any) -> None:

@@ -66,9 +66,11 @@ class MessagesHTTP:
         await self._http.close()
 
     async def stream(
-        self, body: dict[str, Any], on_payloads: OnPayloads,
+        self,
+        body: dict[str, Any],
+        on_payloads: OnPayloads,
         extra_headers: Mapping[str, str] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         decoder = SSEDecoder()
 
         def on_body(chunk: bytes) -> None:

@@ -30,8 +30,9 @@ class RedisFileOwners:
                 data = orjson.dumps(record.to_json())
                 await self._client.set(self._prefix + file_id, data, ex=self._ttl_s)
         except REDIS_ERRORS as exc:
-            log.warning("cannot record file %s in Redis (%s): only this worker serves it",
-                        file_id, exc)  # fmt: skip
+            log.warning(
+                "cannot record file %s in Redis (%s): only this worker serves it", file_id, exc
+            )
 
     async def get(self, file_id: str) -> FileRecord | None:
         here = await self._here.get(file_id)

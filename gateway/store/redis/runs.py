@@ -172,8 +172,10 @@ class RedisStore:
         for batch in batches:
             ttl = self.run_ttl_s if batch.end else RUNNING_TTL_S
             has = int(bool(batch.checkpoint))
-            args.append(f"{batch.run_id} {batch.first} {ttl} {int(batch.end)} {batch.token} "
-                        f"{has} {batch.session_id}")  # fmt: skip
+            args.append(
+                f"{batch.run_id} {batch.first} {ttl} {int(batch.end)} {batch.token} "
+                f"{has} {batch.session_id}"
+            )
             args.append(b"".join(batch.frames))
             if has:
                 args.append(batch.checkpoint)

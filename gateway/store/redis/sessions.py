@@ -21,9 +21,13 @@ class RedisSessions:
     again with the next save that succeeds; until then this process reads it from here."""
 
     def __init__(
-        self, client: redis.Redis, prefix: str, ttl_s: float, timeout_s: float = 5.0,
+        self,
+        client: redis.Redis,
+        prefix: str,
+        ttl_s: float,
+        timeout_s: float = 5.0,
         max_bytes: int = 256 << 20,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._client = client
         self._prefix = prefix
         self._ttl_s = max(1, round(ttl_s))
@@ -47,8 +51,9 @@ class RedisSessions:
         try:
             await self._write(session_id, messages)
         except (RedisError, OSError, TimeoutError) as exc:
-            log.warning("cannot save session %s to Redis (%s); kept here, retried later",
-                        session_id, exc)  # fmt: skip
+            log.warning(
+                "cannot save session %s to Redis (%s); kept here, retried later", session_id, exc
+            )
             await self._fallback.save(session_id, messages)
             self.pending.add(session_id)
             return
