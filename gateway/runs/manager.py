@@ -141,15 +141,11 @@ class RunManager:
             shared.mirror(run_id, session_id, run.log)
         run.task = asyncio.create_task(self._drive(run, config, deps, state, request, endpoint))
         self._count_live(run.task)
-        self._finish_when_done(run, state)
+        if self._on_finish is not None:  # a done callback: it runs even if the task never did
+            on_finish = self._on_finish
+            run.task.add_done_callback(lambda _: on_finish(run, state.usage, state.cost_usd))
         self._runs[run_id] = run
         return run
-
-    def _finish_when_done(self, run: Run, state: RunState) -> None:
-        if self._on_finish is not None:  # a done callback: it runs even if the task never did
-            on_finish, task = self._on_finish, run.task
-            assert task is not None
-            task.add_done_callback(lambda _: on_finish(run, state.usage, state.cost_usd))
 
     def _count_live(self, task: asyncio.Task[None]) -> None:
         # A done callback: it runs however the task ends, even one cancelled before it ran.
@@ -174,7 +170,9 @@ class RunManager:
         shared.mirror(run_id, state.session_id, log_, claimed.token)
         run.task = asyncio.create_task(self._drive_resumed(run, deps, state, checkpoint))
         self._count_live(run.task)
-        self._finish_when_done(run, state)  # charged here: the worker that died never was
+        if self._on_finish is not None:  # charged here: the worker that died never was
+            on_finish = self._on_finish
+            run.task.add_done_callback(lambda _: on_finish(run, state.usage, state.cost_usd))
         self._runs[run_id] = run
         run.left_elsewhere()  # nobody reads it here yet: the grace period counts from now
 
