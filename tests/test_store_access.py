@@ -5,6 +5,7 @@ sink (memory, Redis)."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,62 @@ async def test_a_ledger_adds_per_key_model_and_period(ledger: SpendLedger) -> No
     }
     assert (await ledger.read("alice", "2025-11")) == {}
     assert await ledger.read("carol", day) == {}
+
+
+DAY_S = 86_400.0
+NOW = 1_764_979_200.0  # 2025-12-06 00:00 UTC
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_ledger_drops_days_after_40_days_and_months_after_400(
+    kind: str, tmp_path: Path
+) -> None:
+    ledger: SpendLedger = (
+        MemoryLedger() if kind == "memory" else SqliteLedger(SqliteDb(str(tmp_path / "k.db")))
+    )
+    ancient, old, kept = (periods(NOW - days * DAY_S) for days in (450, 41, 39))
+    assert (ancient, old, kept) == (
+        ("2024-09-12", "2024-09"),
+        ("2025-10-26", "2025-10"),
+        ("2025-10-28", "2025-10"),
+    )
+    for spent_in in (ancient, old, kept):
+        await ledger.add("alice", "m-1", spent_in, {"runs": 1, "usd": 0.5})
+    assert await ledger.read("alice", old[0]) == {"m-1": {"runs": 1, "usd": 0.5}}
+    await ledger.add("alice", "m-1", periods(NOW), {"runs": 1})  # the first charge today
+    assert await ledger.read("alice", old[0]) == {}  # 41 days old: gone
+    assert await ledger.read("alice", kept[0]) == {"m-1": {"runs": 1, "usd": 0.5}}
+    assert await ledger.read("alice", "2025-10") == {"m-1": {"runs": 2, "usd": 1.0}}
+    assert await ledger.read("alice", ancient[0]) == {}
+    assert await ledger.read("alice", "2024-09") == {}  # its month: 450 days old
+    assert await ledger.read("alice", "2025-12") == {"m-1": {"runs": 1}}
+    await ledger.close()
+
+
+async def test_sqlite_prunes_at_most_once_a_day(tmp_path: Path) -> None:
+    path = str(tmp_path / "k.db")
+    ledger = SqliteLedger(SqliteDb(path))
+    await ledger.add("alice", "m-1", periods(NOW), {"runs": 1})  # pruned today
+
+    def written_elsewhere(period: str) -> None:
+        with sqlite3.connect(path) as db:
+            db.execute("insert into spend values ('alice', ?, 'm-1', 'runs', 1)", (period,))
+
+    written_elsewhere("2024-01-01")
+    await ledger.add("alice", "m-1", periods(NOW + 3600), {"runs": 1})  # the same day
+    assert await ledger.read("alice", "2024-01-01") == {"m-1": {"runs": 1}}
+    await ledger.add("alice", "m-1", periods(NOW + DAY_S), {"runs": 1})  # the next day
+    assert await ledger.read("alice", "2024-01-01") == {}
+    await ledger.close()
+
+
+async def test_redis_keeps_a_day_40_days_and_a_month_400(redis_prefix: str) -> None:
+    ledger = RedisLedger(REDIS_URL, redis_prefix)
+    await ledger.add("alice", "m-1", periods(NOW), {"runs": 1})
+    day_ttl = await ledger.client.ttl(f"{redis_prefix}spend:alice:2025-12-06")
+    month_ttl = await ledger.client.ttl(f"{redis_prefix}spend:alice:2025-12")
+    assert 39 * DAY_S < day_ttl <= 40 * DAY_S and 399 * DAY_S < month_ttl <= 400 * DAY_S
+    await ledger.close()
 
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])

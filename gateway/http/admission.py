@@ -16,11 +16,12 @@ from aiohttp import web
 
 from gateway.access import budgets
 from gateway.access.keyring import load_keyring
-from gateway.access.limits import Gate
+from gateway.access.limits import Admission, Gate
 from gateway.access.spend import Spend
 from gateway.access.tenants import Tenant, Tenants, keys_secret
 from gateway.errors import GatewayError
 from gateway.http import keys
+from gateway.http.mcp_sessions import SESSIONS
 from gateway.http.ownership import record_owner
 from gateway.ops.audit import AuditLog, RunAudit
 from gateway.ops.metrics import Metrics
@@ -74,7 +75,10 @@ async def _keys_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 def end_runs_of(app: web.Application, name: str) -> None:
-    """A key was revoked: its runs in progress on this worker end with `KEY_REVOKED`."""
+    """A key was revoked: its runs in progress on this worker end with `KEY_REVOKED`, its
+    MCP sessions here end."""
+    if SESSIONS in app:
+        app[SESSIONS].end_key(name)
     if keys.RUNS in app:
         for run in app[keys.RUNS].active():
             if run.owner == name:
@@ -147,17 +151,13 @@ async def start_run(
     request: web.Request, run_request: RunRequest, config: LoopConfig, endpoint: str,
     parent: object,
 ) -> Run:  # fmt: skip
-    """Start a validated run for its caller's key (`run_request.caller`): a model it may
-    run (else 403), priced if a dollar budget applies (else 400), within its budgets and
-    limits (else 429), owned by it, its slot held until the run's task ends."""
+    """Start a validated run for its caller's key (`run_request.caller`), admitted by
+    `admit`, owned by it, its slot held until the run's task ends."""
     app = request.app
     check_capacity(app)
     caller = run_request.caller
     gate = app[keys.LIMITS]
-    tenant = await admit_key(request, config.plan.model)
-    admission = await gate.admit(caller, budgets.limits_for(tenant, gate.limits))
-    ticket = admission.ticket
-    request[keys.LIMIT_HEADERS] = admission.headers
+    ticket = (await admit(request, config.plan.model)).ticket
     try:
         run = app[keys.RUNS].start(run_request, config, endpoint, parent)
     except BaseException:
@@ -173,16 +173,30 @@ async def start_run(
     return run
 
 
-async def admit_key(request: web.Request, model: str) -> Tenant | None:
+async def admit(request: web.Request, model: str | None) -> Admission:
+    """One start for the caller's key, whatever starts (a run, an MCP session or tool
+    call): a model it may run (else 403), priced if a dollar budget applies (else 400),
+    within its budgets and its own limits, else the configured ones (else 429). The
+    caller releases the ticket (`Gate.release`, or `Gate.hold` for a run); the
+    `RateLimit-*` headers go on the response. `model` None: no model is called."""
+    gate = request.app[keys.LIMITS]
+    tenant = await admit_key(request, model)
+    admission = await gate.admit(request[keys.CALLER], budgets.limits_for(tenant, gate.limits))
+    request[keys.LIMIT_HEADERS] = admission.headers
+    return admission
+
+
+async def admit_key(request: web.Request, model: str | None) -> Tenant | None:
     """The caller's key may run `model` (403), priced if a dollar budget applies (400),
     and has not spent its budgets (429). Its tenant (None: the API is open)."""
     app = request.app
     tenant = request.get(keys.TENANT)
     if tenant is None and not app[keys.SETTINGS].gateway_daily_usd_budget:
         return None  # nothing to check: no key of its own, no budget
-    budgets.check_model(tenant, model)
     owed = budgets.budgets_for(tenant, app[keys.SETTINGS])
-    budgets.check_priced(model, owed, app[keys.PRICES])
+    if model is not None:
+        budgets.check_model(tenant, model)
+        budgets.check_priced(model, owed, app[keys.PRICES])
     await app[keys.SPEND].admit(request[keys.CALLER], owed)
     return tenant
 

@@ -87,7 +87,7 @@ def create_app(
 
 def _finished(app: web.Application, run: Run, usage: dict[str, int], cost: float | None) -> None:
     """A run's task ended: settle its key's limits and charge its dollars."""
-    app[keys.LIMITS].finished(run.id, usage)
+    app[keys.LIMITS].finished(run.id, usage, owner=run.owner)  # one taken over: no ticket
     model = run.model or app[keys.SETTINGS].model
     app[keys.SPEND].charge(run.owner, model, usage, cost)
 

@@ -8,10 +8,12 @@ get 202. GET is 405 (the server sends nothing unasked), DELETE ends a session. P
 versions 2024-11-05 to 2025-11-25. The messages are checked with the SDK's types (imported
 at the first request: they are slow to import, and most processes never serve one).
 
-Behind the same key as /api/* (the auth middleware), each `initialize` and each call
-within the key's limits (each counts as one run start; `mcp_sessions.py`: each key's
-sessions have their own budget), with an audit line (`run_id` is the request's id,
-`session_id` the MCP session's), the tool metrics and a span. Origins and hosts are the
+Behind the same key as /api/* (the auth middleware: a revoked key gets 401, and its
+sessions end), each `initialize` and each call admitted as a run start is, on the same
+code path as /api/stream (`admission.admit`: the key's own limits and USD budgets, else
+the configured ones; `mcp_sessions.py`: each key's sessions have their own budget), with
+an audit line (`run_id` is the request's id, `session_id` the MCP session's), the tool
+metrics and a span. Origins and hosts are the
 guard's rule, as on every route (`guard.py`: the MCP specification's DNS rebinding check).
 
 Sessions live in the process that opened them: with several workers, an MCP client must
@@ -30,11 +32,11 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from gateway import __version__
-from gateway.access.limits import RateLimited
-from gateway.errors import ValidationFailed
+from gateway.errors import GatewayError, ValidationFailed
 from gateway.http import keys
+from gateway.http.admission import admit
 from gateway.http.auth import caller_of
-from gateway.http.mcp_sessions import SESSIONS, Sessions, admitted
+from gateway.http.mcp_sessions import SESSIONS, Sessions
 from gateway.ops.audit import RunAudit
 from tools.base import ToolContext
 from tools.registry import ToolOutcome, ToolRegistry
@@ -146,9 +148,8 @@ async def _answer(request: web.Request, message_id: Any, method: Any, params: An
         init = types.InitializeRequestParams.model_validate(params or {})
         asked = init.protocol_version
         version = asked if asked in VERSIONS else LATEST
-        caller = caller_of(request)
-        async with _within_limits(request, caller):
-            session_id = request.app[SESSIONS].open(version, caller)
+        async with _within_limits(request):
+            session_id = request.app[SESSIONS].open(version, caller_of(request))
         result = types.InitializeResult(
             protocol_version=version,
             capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
@@ -169,13 +170,18 @@ async def _answer(request: web.Request, message_id: Any, method: Any, params: An
 
 
 @contextlib.asynccontextmanager
-async def _within_limits(request: web.Request, caller: str) -> AsyncIterator[None]:
-    """The key's admission, a refusal as a JSON-RPC error (with the limit's details)."""
+async def _within_limits(request: web.Request) -> AsyncIterator[None]:
+    """One start admitted as a run start is (`admission.admit`: the key's own limits and
+    budgets; no model is called), its slot held meanwhile; a refusal as a JSON-RPC error
+    (with the limit's details)."""
     try:
-        async with admitted(request, caller):
-            yield
-    except RateLimited as exc:
+        admission = await admit(request, None)
+    except GatewayError as exc:
         raise _Refused(-32000, exc.message, exc.body(request[keys.REQUEST_ID])) from None
+    try:
+        yield
+    finally:
+        request.app[keys.LIMITS].release(caller_of(request), admission.ticket)
 
 
 def _own(request: web.Request) -> ToolRegistry:
@@ -201,7 +207,7 @@ async def _call(
         raise _Refused(INVALID_PARAMS, f"Unknown tool: {name}")
     ctx = ToolContext(tool_use_id=request[keys.REQUEST_ID], services=app[keys.TOOLSET].services)
     tracer = app[keys.TRACER]
-    async with _within_limits(request, caller_of(request)):
+    async with _within_limits(request):
         with tracer.start_as_current_span(
             f"execute_tool {name}",
             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,

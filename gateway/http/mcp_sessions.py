@@ -3,22 +3,18 @@ through.
 
 A key has a budget of open sessions (`PER_KEY`): past it, its own least recently used
 session ends, never another key's, so one key's many `initialize`s cannot end everybody
-else's sessions. A session unused for `IDLE_S` ends too. Opening a session and calling a
-tool each count as one run start against the key's limits (GATEWAY_RATE_LIMIT_PER_MIN,
-GATEWAY_MAX_CONCURRENT_RUNS), as `start_run` counts a run.
+else's sessions. A session unused for `IDLE_S` ends too, and a revoked key's sessions end
+at once (`end_key`). Opening a session and calling a tool each count as one run start
+(`admission.admitted`: the key's own limits and budgets, as `start_run` counts a run).
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
 from secrets import token_hex
 
 from aiohttp import web
-
-from gateway.http import keys
 
 PER_KEY = 1_000
 IDLE_S = 3600.0
@@ -61,6 +57,10 @@ class Sessions:
         self._end(caller, session_id)
         return True
 
+    def end_key(self, caller: str) -> int:
+        """End every session of a key (it was revoked): how many there were."""
+        return len(self._by_key.pop(caller, ()))
+
     def count(self, caller: str) -> int:
         return len(self._by_key.get(caller, ()))
 
@@ -72,14 +72,3 @@ class Sessions:
 
 
 SESSIONS = web.AppKey("mcp_sessions", Sessions)
-
-
-@contextlib.asynccontextmanager
-async def admitted(request: web.Request, caller: str) -> AsyncIterator[None]:
-    """One start within the key's limits (else `RateLimited`), its slot held meanwhile."""
-    gate = request.app[keys.LIMITS]
-    admission = await gate.admit(caller)
-    try:
-        yield
-    finally:
-        gate.release(caller, admission.ticket)

@@ -170,6 +170,9 @@ class RunManager:
         shared.mirror(run_id, state.session_id, log_, claimed.token)
         run.task = asyncio.create_task(self._drive_resumed(run, deps, state, checkpoint))
         self._count_live(run.task)
+        if self._on_finish is not None:  # charged here: the worker that died never was
+            on_finish = self._on_finish
+            run.task.add_done_callback(lambda _: on_finish(run, state.usage, state.cost_usd))
         self._runs[run_id] = run
         run.left_elsewhere()  # nobody reads it here yet: the grace period counts from now
 
@@ -189,6 +192,7 @@ class RunManager:
             finally:
                 self._ended(run, exc.code)
             return
+        run.model = config.plan.model
         await self._drive(run, config, deps, state, request, checkpoint.endpoint)
 
     async def shutdown(self) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gateway.store.keys import StoredKey
-from gateway.store.spend import ByModel
+from gateway.store.spend import ByModel, horizon
 
 T = TypeVar("T")
 
@@ -127,11 +127,19 @@ class SqliteKeys:
         await self.db.close()
 
 
+PRUNE = (
+    "delete from spend where (length(period) = 10 and period < ?) "
+    "or (length(period) = 7 and period < ?)"
+)
+
+
 class SqliteLedger:
-    """`SpendLedger` in the SQLite file."""
+    """`SpendLedger` in the SQLite file. The first charge of each UTC day also deletes
+    the days and months past `horizon` (one scan a day)."""
 
     def __init__(self, db: SqliteDb) -> None:
         self.db = db
+        self._pruned_on = ""
 
     def add_now(
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
@@ -142,6 +150,9 @@ class SqliteLedger:
         self, name: str, model: str, in_periods: tuple[str, ...], amounts: dict[str, float]
     ) -> None:
         rows = [(name, p, model, f, a) for p in in_periods for f, a in amounts.items()]
+        day = in_periods[0]
+        prune = day != self._pruned_on
+        self._pruned_on = day
 
         def add(db: sqlite3.Connection) -> None:
             with db:
@@ -150,6 +161,8 @@ class SqliteLedger:
                     "set amount = amount + excluded.amount",
                     rows,
                 )
+                if prune:
+                    db.execute(PRUNE, horizon(day))
 
         await self.db.run(add)
 

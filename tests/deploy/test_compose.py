@@ -134,3 +134,29 @@ def test_image_puts_the_playground_where_the_gateway_looks() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     site_packages = "/opt/venv/lib/python3.11/site-packages"
     assert re.search(rf"^COPY playground {site_packages}/{relative}$", text, re.M)
+
+
+def test_keys_survive_a_new_container(compose: dict[str, Any]) -> None:
+    """The SQLite file of the admin API's keys and spend (GATEWAY_KEYS_DB) is on a named
+    volume in the stack and a VOLUME of the image, in a directory the gateway's user owns;
+    the admin key and the keys secret are documented, never given a value."""
+    gateway = compose["services"]["gateway"]
+    db = Path(gateway["environment"]["GATEWAY_KEYS_DB"])
+    named = {
+        target: source
+        for source, target in (v.split(":")[:2] for v in gateway["volumes"])
+        if not source.startswith(".")
+    }
+    assert named[str(db.parent)] in compose["volumes"]
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(rf"GATEWAY_KEYS_DB={re.escape(str(db))}\b", text)
+    assert re.search(rf"^VOLUME {re.escape(str(db.parent))}$", text, re.M)
+    user = re.search(r"^USER (\S+):", text, re.M)
+    assert user and re.search(
+        rf"install -d -o {user[1]} .* {re.escape(str(db.parent))}$", text, re.M
+    )
+    compose_text = (DEPLOY / "docker-compose.yml").read_text()
+    for name in ("GATEWAY_ADMIN_KEY", "GATEWAY_KEYS_SECRET"):
+        assert name.lower() in Settings.model_fields
+        assert re.search(rf"^\s+# {name}:$", compose_text, re.M), name
+        assert name not in gateway["environment"]

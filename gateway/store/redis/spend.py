@@ -1,6 +1,6 @@
 """The spend ledger in Redis: one hash per key and period, `{prefix}spend:{name}:{period}`,
 its fields `{model}|{field}`, added to with HINCRBYFLOAT in one transaction per charge.
-A day's hash is kept 40 days, a month's 400."""
+A day's hash is kept DAYS_KEPT (40) days, a month's MONTH_KEPT_DAYS (400), by its TTL."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import redis.asyncio as redis
 
 from gateway.store.redis.wire import OP_TIMEOUT_S
-from gateway.store.spend import ByModel
+from gateway.store.spend import DAYS_KEPT, MONTH_KEPT_DAYS, ByModel
 
-DAY_TTL_S = 40 * 86_400
-MONTH_TTL_S = 400 * 86_400
+DAY_TTL_S = DAYS_KEPT * 86_400
+MONTH_TTL_S = MONTH_KEPT_DAYS * 86_400
 
 
 class RedisLedger:
