@@ -12,11 +12,21 @@ import pytest
 from gateway import pricing
 
 HAIKU_5_5 = {
-    "input": 0.1, "output": 0.5, "cache_write_5m": 0.125, "cache_read": 0.01,
+    "input": 0.1,
+    "output": 0.5,
+    "cache_write_5m": 0.125,
+    "cache_read": 0.01,
     "web_search_per_1k_usd": 10.0,
-    "tiers": [{"above_prompt_tokens": 100_000, "input": 0.5, "output": 2.5,
-               "cache_write_5m": 0.625, "cache_read": 0.05}],
-}  # fmt: skip
+    "tiers": [
+        {
+            "above_prompt_tokens": 100_000,
+            "input": 0.5,
+            "output": 2.5,
+            "cache_write_5m": 0.625,
+            "cache_read": 0.05,
+        }
+    ],
+}
 
 
 def table(clouds: Any, **models: Any) -> dict[str, Any]:
@@ -77,8 +87,14 @@ def test_a_prices_file_with_its_own_rule(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
     sonnet = {"input": 1.0, "output": 5.0, "cache_write_5m": 1.25, "cache_read": 0.05}
     rule = {"regional_multiplier": 1.2, "vertex": {"regional": ["us-east5"]}}
-    path.write_text(json.dumps({"models": {"claude-sonnet-5-5": sonnet},
-                                "clouds": {**rule, "models": ["claude-sonnet-5-5"]}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "models": {"claude-sonnet-5-5": sonnet},
+                "clouds": {**rule, "models": ["claude-sonnet-5-5"]},
+            }
+        )
+    )
     loaded = pricing.load(str(path))
     assert loaded.price("vertex/us-east5/claude-sonnet-5-5") == pricing.ModelPrice(
         input=1.2, output=6.0, cache_write_5m=1.5, cache_read=0.06

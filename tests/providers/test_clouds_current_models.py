@@ -43,11 +43,11 @@ PUBLISHED = {
     # Haiku 5.5 over 100,000 prompt tokens: five times every class ($0.50/$2.50), +10%.
     "bedrock/eu.anthropic.claude-haiku-5-5": (0.55, 2.75, 0.6875, 0.055),
 }
-SHORT = [
+SHORT: list[dict[str, Any]] = [
     {"input_tokens": 1_000, "output_tokens": 200, "cache_read": 0, "cache_creation": 3_000},
     {"input_tokens": 300, "output_tokens": 500, "cache_read": 3_000, "cache_creation": 400},
 ]
-LONG = [  # each call's prompt is over Haiku 5.5's 100,000 tokens
+LONG: list[dict[str, Any]] = [  # each call's prompt is over Haiku 5.5's 100,000 tokens
     {"input_tokens": 90_000, "output_tokens": 200, "cache_read": 0, "cache_creation": 20_000},
     {"input_tokens": 2_000, "output_tokens": 300, "cache_read": 110_000, "cache_creation": 0},
 ]
@@ -70,34 +70,56 @@ class Case:
 
     def cost(self) -> float:
         inp, out, write, read = PUBLISHED[self.name]
-        return sum(
-            t["input_tokens"] * inp + t["output_tokens"] * out
-            + t["cache_creation"] * write + t["cache_read"] * read
+        tokens: float = sum(
+            t["input_tokens"] * inp
+            + t["output_tokens"] * out
+            + t["cache_creation"] * write
+            + t["cache_read"] * read
             for t in self.turns
-        ) / 1_000_000  # fmt: skip
+        )
+        return tokens / 1_000_000
 
 
 BETWEEN, ADAPTIVE, DISABLED = ({"type": t} for t in ("between_tools", "adaptive", "disabled"))
 CASES = [
     # Sonnet 5.5 with thinking off: `between_tools`, its notes are progress.
-    Case("bedrock/us.anthropic.claude-sonnet-5-5", "us-east-1", "claude-sonnet-5-5", "off",
-         BETWEEN, SHORT),
+    Case(
+        "bedrock/us.anthropic.claude-sonnet-5-5",
+        "us-east-1",
+        "claude-sonnet-5-5",
+        "off",
+        BETWEEN,
+        SHORT,
+    ),
     Case("vertex/global/claude-sonnet-5-5", "global", "claude-sonnet-5-5", "off", BETWEEN, SHORT),
     # Opus 5.5 with thinking on: no display the clouds document, every block is reasoning.
     Case("vertex/us-east5/claude-opus-5-5", "us-east5", "claude-opus-5-5", "on", ADAPTIVE, SHORT),
-    Case("bedrock/global.anthropic.claude-opus-5-5", "us-east-1", "claude-opus-5-5", "on",
-         ADAPTIVE, SHORT),
+    Case(
+        "bedrock/global.anthropic.claude-opus-5-5",
+        "us-east-1",
+        "claude-opus-5-5",
+        "on",
+        ADAPTIVE,
+        SHORT,
+    ),
     # Haiku 5.5 with thinking off (it takes `disabled`), at its long-prompt tier.
-    Case("bedrock/eu.anthropic.claude-haiku-5-5", "eu-west-1", "claude-haiku-5-5", "off",
-         DISABLED, LONG),
-]  # fmt: skip
+    Case(
+        "bedrock/eu.anthropic.claude-haiku-5-5",
+        "eu-west-1",
+        "claude-haiku-5-5",
+        "off",
+        DISABLED,
+        LONG,
+    ),
+]
 
 
 @pytest.mark.parametrize("model", sorted(CURRENT.values()))
 @pytest.mark.parametrize(
-    "cloud", [{"aws_region": r} for r in ("us-east-1", "eu-west-1", "ap-northeast-1", None)]
+    "cloud",
+    [{"aws_region": r} for r in ("us-east-1", "eu-west-1", "ap-northeast-1", None)]
     + [{"gateway_vertex_region": r} for r in ("global", "us-east5", "europe-west1")],
-)  # fmt: skip
+)
 def test_each_current_model_is_named_recorded_and_priced_on_each_cloud(
     model: str, cloud: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -139,7 +161,7 @@ async def cloud_server(
         "GOOGLE_APPLICATION_CREDENTIALS",
         str(vertex.write_key(tmp, str(running.make_url("/token")))),
     )
-    return running, vertex  # fmt: skip
+    return running, vertex
 
 
 def gateway_settings(case: Case, server: TestServer) -> dict[str, Any]:
@@ -175,10 +197,15 @@ async def test_a_tool_run_costs_the_clouds_published_price(
     server, cloud = await cloud_server(case, fake, aiohttp_server, monkeypatch, tmp_path)
     thought: list[Any] = [Thinking(REASONING), Thinking(NOTE, progress=True)]
     fake.add(
-        Reply([*(thought if case.sent != DISABLED else [Text(NOTE)]),
-               ToolUse("echo", {"text": "NVDA"})], **case.turns[0]),
+        Reply(
+            [
+                *(thought if case.sent != DISABLED else [Text(NOTE)]),
+                ToolUse("echo", {"text": "NVDA"}),
+            ],
+            **case.turns[0],
+        ),
         Reply([Text("Revenue was $130.5 billion.")], **case.turns[1]),
-    )  # fmt: skip
+    )
     client = await make_gateway(**gateway_settings(case, server))
     events = await stream(client, query="NVIDIA revenue?")
     final = events[-1]
