@@ -14,11 +14,13 @@ Bedrock and Vertex release notes for Sonnet and Haiku 5.5): 1M context (Haiku 5.
 no cloud page gives more), 128K output, the five efforts; Sonnet 5.5 refuses `disabled`
 and takes `between_tools` (thinking off with the notes between tool calls still shown:
 kind "progress"); Opus 5.5, Fable and Mythos think always; Haiku 5.5 takes `disabled`, no
-budgets, and no native structured output on Bedrock. What the platform docs' fallback
-table (providers/anthropic/lineup.py) adds is left off here: `display` "updates" and
-`block_binding` need betas the clouds' pages do not list (the cloud bodies carry none),
-and `display` "summarized" is not on their pages either; so with thinking on, every
-thinking block on a cloud is reasoning.
+budgets, and no native structured output on Bedrock. Of what the platform docs' fallback
+table (providers/anthropic/lineup.py) adds, only that these models bind their thinking
+blocks to the conversation is kept (a fact of the model: with thinking off the gateway
+drops the replayed blocks itself). `display` "updates" and `block_binding` need betas the
+clouds' pages do not list (the cloud bodies carry neither), and `display` "summarized" is
+not on their pages either; so with thinking on, every thinking block on a cloud is
+reasoning.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ _CLAUDE_5 = replace(
     efforts=EFFORTS,
 )
 _CLAUDE_4_5 = replace(_BASE, max_tokens=64_000, max_input_tokens=200_000, thinking_budget=True)
-_ALWAYS_THINKS = replace(_CLAUDE_5, thinking_disabled=False, efforts=EFFORTS_5_5)
+_ALWAYS_THINKS = replace(
+    _CLAUDE_5, thinking_disabled=False, efforts=EFFORTS_5_5, binds_thinking=True
+)
 _HAIKU_5_5 = replace(_ALWAYS_THINKS, max_input_tokens=200_000, thinking_disabled=True)
 RECORDS: dict[str, ModelRecord] = {
     "claude-sonnet-5-5": replace(_ALWAYS_THINKS, thinking_between_tools=True),
