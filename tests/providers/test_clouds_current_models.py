@@ -291,5 +291,7 @@ async def test_a_session_continued_on_a_cloud_with_thinking_on(
     server, cloud = await cloud_server(case, fake, aiohttp_server, monkeypatch, tmp_path)
     events = await two_runs(case, tools, make_gateway, server, fake)
     assert all("block_binding" not in r["thinking"] for r in fake.requests)  # never sent
+    warned = [e for e in events if e["type"] == "warning" and e["code"] == "history_dropped"]
+    assert [w["dropped"] for w in warned] == [["thinking.block_binding"]]
     assert events[-1]["type"] == "final" and events[-1]["outcome"] == "completed", events[-1]
     assert not fake.rejected and not cloud.refusals
