@@ -60,6 +60,10 @@ def test_the_default_model_is_a_current_one_the_clouds_know() -> None:
     on_bedrock = Settings(_env_file=None, gateway_upstream="bedrock", aws_region="us-west-2")
     assert on_bedrock.model == f"bedrock/us.anthropic.{default}"
     assert cloud_record(on_bedrock.model).source == "provider"
+    # The model it replaced is legacy on the clouds too, and names it.
+    legacy = cloud_record("vertex/global/claude-sonnet-5")
+    assert legacy.legacy_successor == "claude-sonnet-5-5" and legacy.lifecycle == "active"
+    assert "claude-sonnet-5-5" in (legacy.lifecycle_note() or "")
 
 
 def kinds(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
