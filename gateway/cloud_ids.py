@@ -6,6 +6,14 @@ anthropic SDK 2.14.0 (`lib/bedrock`, `lib/vertex`), as read on 2026-12-05. Bedro
 current models only through a cross-region inference profile (`global.`, `us.`, `eu.`,
 `apac.`, `jp.`, `au.` before `anthropic.<model>`); Vertex by the model id, a dated one
 with `@`.
+
+The 5.5 lineup: Bedrock's `anthropic.claude-sonnet-5-5` and `anthropic.claude-haiku-5-5`,
+Vertex's `claude-sonnet-5-5` and `claude-haiku-5-5` (undated), as the Vercel AI SDK's
+Bedrock and Vertex packages name them (their release notes for Sonnet and Haiku 5.5,
+read on 2026-12-05). Opus 5.5 has an Amazon Bedrock model card, but its id was not in
+what could be read; it follows the same pattern, as do Fable and Mythos 5.1 and 5.2, of
+which no cloud page could be read: those are to be checked against the clouds'
+model catalogs.
 """
 
 from __future__ import annotations
@@ -13,6 +21,13 @@ from __future__ import annotations
 import re
 
 IDS: dict[str, tuple[str, str]] = {
+    "claude-sonnet-5-5": ("anthropic.claude-sonnet-5-5", "claude-sonnet-5-5"),
+    "claude-opus-5-5": ("anthropic.claude-opus-5-5", "claude-opus-5-5"),
+    "claude-haiku-5-5": ("anthropic.claude-haiku-5-5", "claude-haiku-5-5"),
+    "claude-fable-5-2": ("anthropic.claude-fable-5-2", "claude-fable-5-2"),
+    "claude-mythos-5-2": ("anthropic.claude-mythos-5-2", "claude-mythos-5-2"),
+    "claude-fable-5-1": ("anthropic.claude-fable-5-1", "claude-fable-5-1"),
+    "claude-mythos-5-1": ("anthropic.claude-mythos-5-1", "claude-mythos-5-1"),
     "claude-opus-5": ("anthropic.claude-opus-5", "claude-opus-5"),
     "claude-sonnet-5": ("anthropic.claude-sonnet-5", "claude-sonnet-5"),
     "claude-haiku-4-5": ("anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"),

@@ -19,6 +19,10 @@ A model priced by prompt length (Claude Haiku 5.5) has `tiers`: each one a thres
 `above_prompt_tokens`, and the five token prices that apply to the WHOLE call (output and
 cache included) once its prompt (input, cache reads and cache writes) is over it; the
 highest tier passed applies. A file without `tiers` or `geo_multipliers` stays valid.
+
+The Bedrock and Vertex entries (`bedrock/<profile>.<id>`, `vertex/<region>/<id>`) are
+written by a rule from the file's `clouds` section (gateway/cloud_prices.py); an entry
+listed in `models` under such a name wins over the rule's.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from gateway import cloud_prices
 
 MILLION = 1_000_000
 DATED = re.compile(r"-\d{8}$")
@@ -163,7 +169,8 @@ class PriceTable:
     def parse(cls, raw: Any) -> PriceTable:
         if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict):
             raise ValueError('a price table is an object with a "models" object')
-        models = {name: ModelPrice.parse(name, value) for name, value in raw["models"].items()}
+        entries = {**cloud_prices.generated(raw), **raw["models"]}
+        models = {name: ModelPrice.parse(name, value) for name, value in entries.items()}
         discount = raw.get("batch_discount", 0.5)
         if not isinstance(discount, int | float) or not 0 < discount <= 1:
             raise ValueError("batch_discount must be a number in (0, 1]")

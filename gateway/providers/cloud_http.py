@@ -110,6 +110,11 @@ def cloud_body(body: dict[str, Any], dropped: Counter[str]) -> dict[str, Any]:
     for key in ("container", "context_management"):
         if body.pop(key, None) is not None:
             dropped[key] += 1
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and "block_binding" in thinking:
+        # Its beta is not on the clouds' pages: a replayed block that no longer fits fails.
+        body["thinking"] = {k: v for k, v in thinking.items() if k != "block_binding"}
+        dropped["thinking.block_binding"] += 1
     tools = body.get("tools")
     if tools:
         local = [tool for tool in tools if "input_schema" in tool]

@@ -23,6 +23,9 @@ VERSIONS = frozenset({"bedrock-2023-05-31", "2026-10-21"})
 # Bedrock's model ids -> the Messages API's; `profile_only`: current models are offered
 # only through cross-region inference profiles.
 MODEL_IDS = {
+    "anthropic.claude-sonnet-5-5": "claude-sonnet-5-5",
+    "anthropic.claude-opus-5-5": "claude-opus-5-5",
+    "anthropic.claude-haiku-5-5": "claude-haiku-5-5",
     "anthropic.claude-sonnet-5": "claude-sonnet-5",
     "anthropic.claude-opus-5": "claude-opus-5",
     "anthropic.claude-haiku-4-5-20251001-v1:0": "claude-haiku-4-5",

@@ -33,6 +33,9 @@ from tests.fakes.anthropic import FakeAnthropic
 
 VERSIONS = frozenset({"vertex-2023-10-16", "2026-10-21"})
 MODEL_IDS = {
+    "claude-sonnet-5-5": "claude-sonnet-5-5",
+    "claude-opus-5-5": "claude-opus-5-5",
+    "claude-haiku-5-5": "claude-haiku-5-5",
     "claude-sonnet-5": "claude-sonnet-5",
     "claude-opus-5": "claude-opus-5",
     "claude-haiku-4-5@20251001": "claude-haiku-4-5",

@@ -27,10 +27,13 @@ from tests.providers.clouds_support import (
 )
 
 QUESTION = "Find Tesla's 10-K filings since 2020"
+DEFAULT_MODEL = Settings.model_fields["sdk_model"].default
 
 
 async def research(client_factory: AiohttpClient, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run on the default model (a newcomer sets only the upstream)."""
     values = {"sec_source": "offline", "search_backend": "offline", **settings}
+    del values["sdk_model"]
     app = create_app(Settings(_env_file=None, **values), metrics=Metrics(CollectorRegistry()))
     return await stream(await client_factory(app), query=QUESTION)
 
@@ -58,7 +61,7 @@ async def test_a_research_run_through_bedrock(
     assert final["type"] == "final" and final["outcome"] == "completed", final
     assert "10-K" in final["result"]
     assert phases(events, "tool_result") and len(bedrock.accepted) >= 2
-    assert final["model"] == "bedrock/us.anthropic.claude-sonnet-5"
+    assert final["model"] == f"bedrock/us.anthropic.{DEFAULT_MODEL}"
     assert not bedrock.refusals
 
 
@@ -81,5 +84,5 @@ async def test_a_research_run_through_vertex(
     assert final["type"] == "final" and final["outcome"] == "completed", final
     assert "10-K" in final["result"]
     assert phases(events, "tool_result") and len(vertex.accepted) >= 2
-    assert final["model"] == "vertex/global/claude-sonnet-5"
+    assert final["model"] == f"vertex/global/{DEFAULT_MODEL}"
     assert not vertex.refusals
