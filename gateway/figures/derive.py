@@ -1,0 +1,104 @@
+"""Values derived from two sourced figures: growth, margin or share, difference, sum.
+
+Only pairs that make sense are tried (not every pair of numbers in the run, which would
+find any percentage somewhere): a growth rate compares one concept of one company across
+two periods; a margin, a share, a sum or a difference combines two concepts of one company
+for the same period. At least one input is a figure the answer states near it, or a fact
+of a period and company the sentence names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gateway.figures.context import Stated as Context
+from gateway.figures.extract import Stated
+from gateway.figures.index import Source, SourceIndex
+
+MAX_POOL = 80
+
+
+@dataclass(frozen=True)
+class Derived:
+    formula: str
+    inputs: tuple[Source, Source]
+
+
+def derive(figure: Stated, pool: list[Source], index: SourceIndex) -> list[Derived]:
+    """Every derivation of `figure`'s value (within the rounding it shows) from `pool`."""
+    if not isinstance(figure.value, float):
+        return []
+    target, tolerance = abs(figure.value), figure.tolerance * 1.0001 + 1e-12
+    found = []
+    for kind, a, b, value in _candidates(figure.unit, pool, index):
+        if abs(abs(value) - target) <= tolerance:
+            found.append(Derived(_formula(kind, a, b), (a, b)))
+    return found
+
+
+def pool_for(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
+    """The facts derivations start from: the sourced figures near this one, and the facts
+    of the periods and companies named."""
+    pool = {id(s): s for s in anchors if s.period is not None}
+    if context.periods:
+        for (company, period), facts in index.by_period.items():
+            if len(pool) >= MAX_POOL:
+                break
+            if (not context.companies or company in context.companies) and period.within(
+                context.periods
+            ):
+                pool.update((id(s), s) for s in facts)
+    return list(pool.values())[:MAX_POOL]
+
+
+def _candidates(
+    unit: str, pool: list[Source], index: SourceIndex
+) -> Iterator[tuple[str, Source, Source, float]]:
+    for a in pool:
+        assert a.period is not None
+        same_period = index.by_period.get((a.company, a.period), [])
+        if unit == "%":
+            yield from _growths(a, index.facts.get((a.company, a.concept or ""), []))
+            yield from _ratios(a, same_period, 100.0)
+        elif unit == "x":
+            yield from _ratios(a, same_period, 1.0)
+        else:
+            yield from _sums(a, same_period)
+
+
+def _growths(a: Source, series: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
+    for b in series:
+        if b.period != a.period and b.value and b.unit == a.unit:
+            yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
+
+
+def _ratios(
+    a: Source, same_period: list[Source], scale: float
+) -> Iterator[tuple[str, Source, Source, float]]:
+    for b in same_period:
+        if b is not a and b.value and b.unit == a.unit:
+            yield "ratio", a, b, a.value / b.value * scale
+
+
+def _sums(a: Source, same_period: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
+    for b in same_period:
+        if b is not a and b.unit == a.unit and b.concept != a.concept:
+            yield "difference", a, b, a.value - b.value
+            yield "sum", a, b, a.value + b.value
+
+
+def _formula(kind: str, a: Source, b: Source) -> str:
+    name_a, name_b = _name(a), _name(b)
+    if kind == "growth":
+        return f"({name_a} − {name_b}) ÷ {name_b}"
+    if kind == "ratio":
+        return f"{name_a} ÷ {name_b}"
+    if kind == "difference":
+        return f"{name_a} − {name_b}"
+    return f"{name_a} + {name_b}"
+
+
+def _name(source: Source) -> str:
+    period = source.period.text() if source.period is not None else ""
+    return f"{source.concept or source.tool} {period}".strip()

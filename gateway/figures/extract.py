@@ -1,0 +1,166 @@
+"""The figures an answer states: amounts (with currency, scale words or a "(in millions)"
+context), per-share amounts, percentages, share counts and ratios, each with its character
+offsets, its value and the rounding it shows; accession numbers and CIKs as identifiers.
+Years and dates are not figures: they name the periods figures are stated for (`periods`).
+
+Pure text work, one pass of a few regular expressions over the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SCALES = {
+    "trillion": 1e12, "tn": 1e12, "t": 1e12,
+    "billion": 1e9, "bn": 1e9, "b": 1e9,
+    "million": 1e6, "mn": 1e6, "mm": 1e6, "m": 1e6,
+    "thousand": 1e3, "k": 1e3,
+}  # fmt: skip
+MAX_FIGURES = 2_000
+"""Figures checked per answer; an answer with more has the rest left out (and says so by
+its count)."""
+
+_MASKS = re.compile(
+    r"https?://[^\s)\]>]+"  # links: their digits are addresses, not figures
+    r"|\]\([^)\s]*\)"  # markdown link targets
+    r"|\b(?:10-K|10-Q|8-K|20-F|40-F|6-K|S-1|S-3|S-4|DEF 14A|13F-HR)(?:/A)?\b"
+    r"|\b(?:19|20)\d{2}-\d{2}-\d{2}\b"  # dates
+    r"|\b(?:FY|CY|Q[1-4]|H[12])\s?'?\d{2,4}(?:Q[1-4]I?)?\b"  # period names
+    r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*",
+    re.IGNORECASE,
+)
+_ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
+_CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"(?<![\w.,/-])(?P<neg>[-−–]\s?)?(?P<cur>US\$|\$|USD\s?|€|£)?\s?(?P<neg2>[-−–])?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,]\d)"
+    r"(?:\s?(?P<scale>trillion|billion|million|thousand|bn|mn|mm|tn|[kKmMbBT])(?![A-Za-z]))?"
+    r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b|percentage points?\b|pp\b))?"
+    r"(?:(?P<x>x|×)(?![A-Za-z]))?"
+    r"(?P<shares>\s(?:\w+\s)?shares\b)?"
+)
+_PER_SHARE = re.compile(r"^\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
+_TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
+
+
+@dataclass
+class Stated:
+    """One figure of the answer."""
+
+    text: str
+    start: int
+    end: int
+    value: float | str
+    unit: str
+    """"USD", "USD/share", "%", "shares", "x", "number", or "accession"/"cik"."""
+    tolerance: float
+    """Half a unit of the last digit shown, at the figure's scale."""
+    alternatives: tuple[float, ...] = ()
+    """Other readings of the same text (a table number unscaled as well as scaled)."""
+
+    @property
+    def identifier(self) -> bool:
+        return self.unit in ("accession", "cik")
+
+
+def figures(text: str) -> list[Stated]:
+    """Every figure in `text`, in order, at most `MAX_FIGURES`."""
+    found: list[Stated] = [
+        Stated(m.group(), m.start(), m.end(), m.group(), "accession", 0.0)
+        for m in _ACCESSION.finditer(text)
+    ]
+    found += [
+        Stated(m.group(), m.start(), m.end(), m.group(1).lstrip("0") or "0", "cik", 0.0)
+        for m in _CIK.finditer(text)
+    ]
+    masked = _masked(text, [(f.start, f.end) for f in found])
+    scales = _table_scales(text)
+    for match in _NUMBER.finditer(masked):
+        figure = _figure(text, match, scales)
+        if figure is not None:
+            found.append(figure)
+        if len(found) >= MAX_FIGURES:
+            break
+    found.sort(key=lambda f: f.start)
+    return found[:MAX_FIGURES]
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    spans = spans + [(m.start(), m.end()) for m in _MASKS.finditer(text)]
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]]) -> Stated | None:
+    num = match.group("num")
+    digits = num.replace(",", "")
+    value = float(digits)
+    decimals = len(digits.partition(".")[2])
+    half = 0.5 * 10.0**-decimals
+    scale_word = (match.group("scale") or "").lower()
+    cur, pct = match.group("cur"), match.group("pct")
+    start = (
+        match.start("neg")
+        if match.group("neg")
+        else match.start("cur")
+        if cur
+        else match.start("num")
+    )
+    end = match.end()
+    sign = -1.0 if (match.group("neg") or match.group("neg2")) and (cur or scale_word) else 1.0
+    if pct:
+        return Stated(text[start:end].strip(), start, end, sign * value, "%", half)
+    if match.group("x"):
+        return Stated(text[start:end], start, end, value, "x", half)
+    if scale_word in SCALES and (
+        cur or scale_word in ("trillion", "billion", "million", "thousand", "bn", "mn")
+    ):
+        scale = SCALES[scale_word]
+        unit = "shares" if match.group("shares") else "USD" if cur else "number"
+        return Stated(text[start:end].strip(), start, end, sign * value * scale, unit, half * scale)
+    end = match.end("num")
+    table = _scale_at(scales, match.start())
+    if cur:
+        unit = "USD/share" if _PER_SHARE.match(text, end) else "USD"
+        if table and unit == "USD":
+            return Stated(
+                text[start:end],
+                start,
+                end,
+                sign * value * table,
+                unit,
+                half * table,
+                (sign * value,),
+            )
+        return Stated(text[start:end], start, end, sign * value, unit, half)
+    if table and (len(digits) >= 3 or "." in digits):
+        return Stated(num, match.start("num"), end, value * table, "number", half * table, (value,))
+    if "," in num:
+        unit = "shares" if match.group("shares") else "number"
+        return Stated(num, match.start("num"), end, value, unit, half)
+    return None
+
+
+def _table_scales(text: str) -> list[tuple[int, int, float]]:
+    """The spans a "(in millions)" note scales: to the end of its block, or of the table
+    that follows it."""
+    spans = []
+    for match in _TABLE_SCALE.finditer(text):
+        end = text.find("\n\n", match.end())
+        end = len(text) if end < 0 else end
+        if "|" not in text[match.end() : end] and text[end + 2 : end + 3] == "|":
+            after = text.find("\n\n", end + 2)
+            end = len(text) if after < 0 else after
+        scale = SCALES[match.group(1).lower().rstrip("s")]
+        spans.append((match.start(), end, scale))
+    return spans
+
+
+def _scale_at(scales: list[tuple[int, int, float]], at: int) -> float:
+    for start, end, scale in scales:
+        if start <= at < end:
+            return scale
+    return 0.0

@@ -1,0 +1,291 @@
+"""The run's tool results as one index of numbers, built once per run (never per figure):
+XBRL facts with their concept, period, form, accession and company; every other number
+in a result (JSON leaves, numbers in filing text and search results, scaled by the words
+after them or by the text's "(in millions)"); accession numbers and CIKs as identifiers;
+and the names each company goes by.
+
+Values are kept sorted (absolute values: a loss is stated as a positive amount), so a
+figure finds its candidates with two bisections.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from gateway.figures.periods import Span, span
+
+_TEXT_NUMBER = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,]\d)"
+    r"\s?(%|percent|trillion|billion|million|thousand)?",
+    re.IGNORECASE,
+)
+_ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
+_IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
+_WORD_SCALE = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3}
+_SKIP_KEYS = frozenset({"description", "url", "filed", "start", "end", "frame", "fy", "fp"})
+_GENERIC = frozenset({"the", "first", "american", "general", "united", "international", "new"})
+MAX_TEXT_CHARS = 400_000
+"""Characters of text results scanned for numbers per run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a number came from."""
+
+    tool_use_id: str
+    tool: str
+    value: float
+    concept: str | None = None
+    period: Span | None = None
+    form: str | None = None
+    accession: str | None = None
+    company: str | None = None
+    """The CIK of the company it belongs to, when the result says."""
+    unit: str | None = None
+    percent: bool = False
+
+    def public(self) -> dict[str, Any]:
+        """As PROTOCOL's `sources` entries."""
+        out: dict[str, Any] = {"tool_use_id": self.tool_use_id, "tool": self.tool}
+        if self.accession:
+            out["accession"] = self.accession
+        if self.concept:
+            out["concept"] = self.concept
+        if self.period is not None:
+            out["period"] = self.period.text()
+        if self.form:
+            out["form"] = self.form
+        return out
+
+
+@dataclass
+class SourceIndex:
+    sources: list[Source] = field(default_factory=list)
+    identifiers: dict[str, list[Source]] = field(default_factory=lambda: defaultdict(list))
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Lowercase name or ticker -> CIK."""
+    facts: dict[tuple[str | None, str], list[Source]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    """(company, concept) -> its facts, for growth rates."""
+    by_period: dict[tuple[str | None, Span], list[Source]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    """(company, period) -> its facts, for margins, shares, sums and differences."""
+    _keys: list[float] = field(default_factory=list)
+    _sorted: list[Source] = field(default_factory=list)
+    _text_chars: int = 0
+
+    def between(self, low: float, high: float) -> list[Source]:
+        """Sources whose absolute value is in [low, high]."""
+        keys = self._keys
+        return self._sorted[bisect_left(keys, low) : bisect_right(keys, high)]
+
+    def finish(self) -> SourceIndex:
+        self._sorted = sorted(self.sources, key=lambda s: abs(s.value))
+        self._keys = [abs(s.value) for s in self._sorted]
+        return self
+
+    def add_result(self, tool_use_id: str, tool: str, tool_input: Any, content: str) -> None:
+        """Index one tool result (JSON or not)."""
+        for accession in _ACCESSION.findall(content):
+            self.identifiers[accession].append(Source(tool_use_id, tool, 0.0, accession=accession))
+        data: Any = None
+        if content[:1] in ("{", "["):
+            try:
+                data = orjson.loads(content)
+            except orjson.JSONDecodeError:
+                data = None
+        before = len(self.sources)
+        if data is None:
+            self._text(tool_use_id, tool, content, None)
+        else:
+            self._walk(data, _Where(tool_use_id, tool))
+        self._alias_input(tool_input, self.sources[before:])
+
+    def _alias_input(self, tool_input: Any, added: list[Source]) -> None:
+        """A ticker the model asked with names the company the result is about."""
+        if not isinstance(tool_input, dict):
+            return
+        asked = tool_input.get("company_identifier") or tool_input.get("ticker")
+        companies = {s.company for s in added if s.company}
+        if isinstance(asked, str) and len(companies) == 1 and asked.isalpha() and len(asked) <= 6:
+            self.aliases.setdefault(asked.lower(), companies.pop())
+
+    def _walk(self, node: Any, where: _Where) -> None:
+        if isinstance(node, dict):
+            self._walk_object(node, where)
+        elif isinstance(node, list):
+            for item in node:
+                self._walk(item, where)
+        elif isinstance(node, str):
+            if any(c.isdigit() for c in node):
+                self._text(where.tool_use_id, where.tool, node, where.company)
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            source = Source(where.tool_use_id, where.tool, float(node), company=where.company)
+            self.sources.append(source)
+
+    def _walk_object(self, node: dict[str, Any], where: _Where) -> None:
+        where = where.inside(node, self)
+        if where.fact(node, self):
+            return
+        for key, value in node.items():
+            if key in _SKIP_KEYS:
+                continue
+            if key == "units" and isinstance(value, dict):
+                for unit, sub in value.items():
+                    self._walk(sub, where.with_unit(unit))
+            else:
+                self._walk(value, where)
+
+    def _text(self, tool_use_id: str, tool: str, text: str, company: str | None) -> None:
+        if self._text_chars >= MAX_TEXT_CHARS:
+            return
+        text = text[: MAX_TEXT_CHARS - self._text_chars]
+        self._text_chars += len(text)
+        note = _IN_SCALE.search(text)
+        table = _WORD_SCALE[note.group(1).lower().rstrip("s")] if note else 0.0
+        add = self.sources.append
+        for number, word in _TEXT_NUMBER.findall(text):
+            value = float(number.replace(",", ""))
+            if word[:1] == "%" or word.lower() == "percent":
+                add(Source(tool_use_id, tool, value, company=company, percent=True))
+                continue
+            add(Source(tool_use_id, tool, value, company=company))
+            if word:
+                add(Source(tool_use_id, tool, value * _WORD_SCALE[word.lower()], company=company))
+            elif table and len(number) >= 3:
+                add(Source(tool_use_id, tool, value * table, company=company))
+
+    def add_company(self, cik: str, name: object) -> None:
+        self.identifiers.setdefault(cik, []).append(Source("", "", 0.0, company=cik))
+        if not isinstance(name, str) or not name:
+            return
+        clean = re.sub(r"[^\w\s&-]", "", name).lower()
+        self.aliases.setdefault(clean, cik)
+        words = clean.split()
+        if words and len(words[0]) >= 3 and words[0] not in _GENERIC:
+            self.aliases.setdefault(words[0], cik)
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """What the enclosing objects of a JSON value say about it."""
+
+    tool_use_id: str
+    tool: str
+    concept: str | None = None
+    unit: str | None = None
+    company: str | None = None
+    start: Any = None
+    end: Any = None
+    form: str | None = None
+    accession: str | None = None
+
+    def with_unit(self, unit: str) -> _Where:
+        return _replace(self, unit=unit)
+
+    def inside(self, node: dict[str, Any], index: SourceIndex) -> _Where:
+        changes: dict[str, Any] = {}
+        company = node.get("company")
+        if isinstance(company, dict) and company.get("cik") is not None:
+            changes["company"] = str(int(company["cik"]))
+            index.add_company(changes["company"], company.get("name"))
+        elif node.get("cik") is not None and str(node["cik"]).isdigit():
+            changes["company"] = str(int(node["cik"]))
+            index.add_company(changes["company"], node.get("entity") or node.get("name"))
+        concept = node.get("concept")
+        if isinstance(concept, str):
+            taxonomy = node.get("taxonomy")
+            changes["concept"] = (
+                f"{taxonomy}:{concept}"
+                if isinstance(taxonomy, str) and ":" not in concept
+                else concept
+            )
+        if isinstance(node.get("unit"), str):
+            changes["unit"] = node["unit"]
+        for key in ("start", "end", "form"):
+            if key in node:
+                changes[key] = node[key]
+        accession = node.get("accession_number") or node.get("accn")
+        if isinstance(accession, str):
+            changes["accession"] = accession
+        return _replace(self, **changes) if changes else self
+
+    def fact(self, node: dict[str, Any], index: SourceIndex) -> bool:
+        """Index `node` as an XBRL fact if it is one (a value with its period)."""
+        value = node.get("value", node.get("val"))
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        period = span(self.start, self.end)
+        if period is None:
+            return False
+        source = Source(
+            self.tool_use_id, self.tool, float(value), self.concept, period,
+            self.form if isinstance(self.form, str) else None, self.accession, self.company,
+            self.unit,
+        )  # fmt: skip
+        index.sources.append(source)
+        index.facts[(self.company, self.concept or "")].append(source)
+        index.by_period[(self.company, period)].append(source)
+        for key in ("originally_reported", "restated_in"):
+            if isinstance(node.get(key), dict):
+                index._walk(node[key], self)
+        return True
+
+
+def _replace(where: _Where, **changes: Any) -> _Where:
+    values = {name: getattr(where, name) for name in _Where.__dataclass_fields__}
+    values.update(changes)
+    return _Where(**values)
+
+
+def tool_results(messages: Iterable[dict[str, Any]]) -> Iterator[tuple[str, str, Any, str]]:
+    """(tool_use_id, tool, input, text) of every tool result in a conversation: the
+    gateway's tools' results and the API's own (web search, web fetch)."""
+    uses: dict[str, tuple[str, Any]] = {}
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type", "")
+            if kind in ("tool_use", "server_tool_use"):
+                uses[str(block.get("id"))] = (str(block.get("name")), block.get("input"))
+            elif kind == "tool_result" or kind.endswith("_tool_result"):
+                if block.get("is_error"):
+                    continue
+                use_id = str(block.get("tool_use_id"))
+                name, tool_input = uses.get(use_id, (kind, None))
+                yield use_id, name, tool_input, _text_of(block.get("content"))
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        ]
+        if texts:
+            return "\n".join(texts)
+    if content is None:
+        return ""
+    return orjson.dumps(content, default=str).decode()
+
+
+def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:
+    """The index of every tool result in `messages`."""
+    index = SourceIndex()
+    for use_id, name, tool_input, text in tool_results(messages):
+        index.add_result(use_id, name, tool_input, text)
+    return index.finish()
