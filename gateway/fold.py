@@ -46,7 +46,7 @@ class _Fold:
                 self.result.update(_fold_terminal(event))
             case (
                 "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
-                | "turn_complete" | "warning" | "system_init"
+                | "turn_complete" | "warning" | "system_init" | "figures"
             ):  # fmt: skip
                 self._progress(event)
             case _:
@@ -118,6 +118,7 @@ def _fold_terminal(event: dict[str, Any]) -> Folded:
         is_error=event.get("is_error"),
         num_turns=event.get("num_turns"),
     )
-    if "structured" in event:
-        folded["structured"] = event["structured"]
+    for key in ("structured", "figures"):
+        if key in event:
+            folded[key] = event[key]
     return folded

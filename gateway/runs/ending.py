@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gateway import events
 from gateway.errors import GatewayError
-from gateway.events import Event
+from gateway.events import Event, Final
 from gateway.ops.observe import RunObserver
 from gateway.runs.run import Run
 
@@ -35,6 +35,8 @@ class Ending:
     turns: int
     usage: dict[str, int]
     request_id: str
+    annotate: Callable[[Final], Event] | None = None
+    """The figure check (runs/figures.py): given `final`, the `figures` event before it."""
 
 
 async def end_run(
@@ -44,6 +46,8 @@ async def end_run(
     """Record, save, append the one terminal event and close the log, in that order."""
     try:
         terminal = _terminal(ending, observer, build_final)
+        if ending.annotate is not None and terminal["type"] == "final":
+            _append_figures(run, ending.annotate, terminal)
         if save is not None:
             await _save(run, save, ending.turns)
         _append_terminal(run, terminal, ending.request_id)
@@ -67,6 +71,14 @@ def _terminal(
     except Exception as exc:
         log.exception("building the final event failed")
         return internal_error(exc, ending.request_id)
+
+
+def _append_figures(run: Run, annotate: Callable[[Final], Event], final: Final) -> None:
+    """The figure check's event; a check that fails costs the run nothing but the event."""
+    try:
+        run.log.append(annotate(final))
+    except Exception:
+        log.exception("checking the figures of run %s failed", run.id)
 
 
 async def _save(run: Run, save: Callable[[], Awaitable[None]], turns: int) -> None:

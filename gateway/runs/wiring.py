@@ -63,5 +63,6 @@ class RunWiring:
         if request.code_execution and upstreams.files is not None and self.files is not None:
             files = RunFiles(upstreams.files, self.files, run.owner, run.id)
         return LoopDeps(
-            upstreams.providers, registry, observer, toolset.services, self.prices, files
-        )
+            upstreams.providers, registry, observer, toolset.services, self.prices, files,
+            figure_check=settings.gateway_figure_check == "annotate",
+        )  # fmt: skip
