@@ -131,7 +131,7 @@ async def test_demo_answers_are_sourced(demo_gateway: Client) -> None:
     for query in (
         "What was Apple's revenue in fiscal 2023?",
         "NVIDIA gross margin FY2024",
-        "Tesla net income fiscal 2022",
+        "Tesla net income fiscal 2021",
     ):
         events = await stream(demo_gateway, query=query)
         figures, final = events[-2], events[-1]
