@@ -15,7 +15,7 @@ from typing import Any
 from gateway.figures import extract
 from gateway.figures.context import Contexts
 from gateway.figures.context import Stated as Context
-from gateway.figures.derive import Derived, derive, pool_for
+from gateway.figures.derive import Derived, derive
 from gateway.figures.index import Source, SourceIndex
 
 STATUSES = ("sourced", "derived", "unsourced", "other_period")
@@ -127,7 +127,7 @@ def _best(sources: list[Source]) -> list[Source]:
 
 
 def _derived(checked: Checked, index: SourceIndex, context: Context, near: list[Source]) -> None:
-    found = derive(checked.figure, pool_for(near, context, index), index)
+    found = derive(checked.figure, near, context, index)
     if context.companies:
         found = [d for d in found if all(s.company in context.companies for s in d.inputs)]
     if not found:

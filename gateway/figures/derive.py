@@ -2,9 +2,10 @@
 
 Only pairs that make sense are tried (not every pair of numbers in the run, which would
 find any percentage somewhere): a growth rate compares one concept of one company across
-two periods; a margin, a share, a sum or a difference combines two concepts of one company
-for the same period. At least one input is a figure the answer states near it, or a fact
-of a period and company the sentence names.
+two periods; a margin or a share divides two concepts of one company for the same period
+(at least one input is a figure the answer states near it, or a fact of a period and
+company the sentence names; a growth rate's two periods are both among those); a sum or a difference combines two figures the answer
+states near it (an amount has too many chance sums otherwise).
 """
 
 from __future__ import annotations
@@ -25,11 +26,16 @@ class Derived:
     inputs: tuple[Source, Source]
 
 
-def derive(figure: Stated, pool: list[Source], index: SourceIndex) -> list[Derived]:
-    """Every derivation of `figure`'s value (within the rounding it shows) from `pool`."""
+def derive(
+    figure: Stated, near: list[Source], context: Context, index: SourceIndex
+) -> list[Derived]:
+    """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
+    figures `near` it and the facts its context names."""
     if not isinstance(figure.value, float):
         return []
     target, tolerance = abs(figure.value), figure.tolerance * 1.0001 + 1e-12
+    anchors = [s for s in near if s.period is not None]
+    pool = anchors if figure.unit not in ("%", "x") else _pool(anchors, context, index)
     found = []
     for kind, a, b, value in _candidates(figure.unit, pool, index):
         if abs(abs(value) - target) <= tolerance:
@@ -37,10 +43,10 @@ def derive(figure: Stated, pool: list[Source], index: SourceIndex) -> list[Deriv
     return found
 
 
-def pool_for(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
+def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
     """The facts derivations start from: the sourced figures near this one, and the facts
     of the periods and companies named."""
-    pool = {id(s): s for s in anchors if s.period is not None}
+    pool = {id(s): s for s in anchors}
     if context.periods:
         for (company, period), facts in index.by_period.items():
             if len(pool) >= MAX_POOL:
@@ -55,22 +61,30 @@ def pool_for(anchors: list[Source], context: Context, index: SourceIndex) -> lis
 def _candidates(
     unit: str, pool: list[Source], index: SourceIndex
 ) -> Iterator[tuple[str, Source, Source, float]]:
+    relevant = {s.period for s in pool}
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
         if unit == "%":
-            yield from _growths(a, index.facts.get((a.company, a.concept or ""), []))
+            series = index.facts.get((a.company, a.concept or ""), [])
+            yield from _growths(a, [b for b in series if b.period in relevant])
             yield from _ratios(a, same_period, 100.0)
         elif unit == "x":
             yield from _ratios(a, same_period, 1.0)
         else:
-            yield from _sums(a, same_period)
+            yield from _sums(
+                a, [b for b in pool if b.period == a.period and b.company == a.company]
+            )
 
 
 def _growths(a: Source, series: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
     for b in series:
-        if b.period != a.period and b.value and b.unit == a.unit:
+        if b.period == a.period or b.unit != a.unit:
+            continue
+        if b.value:
             yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
+        if a.value:
+            yield "growth", b, a, (b.value - a.value) / abs(a.value) * 100
 
 
 def _ratios(

@@ -33,13 +33,14 @@ _MASKS = re.compile(
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _NUMBER = re.compile(
-    r"(?<![\w.,/-])(?P<neg>[-−–]\s?)?(?P<cur>US\$|\$|USD\s?|€|£)?\s?(?P<neg2>[-−–])?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,]\d)"
+    r"(?<![\w.,/+-])(?P<neg>[-−–+]\s?)?(?:(?P<cur>US\$|\$|USD\s?|€|£)\s?)?(?P<neg2>[-−–])?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?![\d,]\d)|\d{1,3}(?:,\d{1,3})+)(?![\d,]\d)"
     r"(?:\s?(?P<scale>trillion|billion|million|thousand|bn|mn|mm|tn|[kKmMbBT])(?![A-Za-z]))?"
     r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b|percentage points?\b|pp\b))?"
     r"(?:(?P<x>x|×)(?![A-Za-z]))?"
     r"(?P<shares>\s(?:\w+\s)?shares\b)?"
 )
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?")
 _PER_SHARE = re.compile(r"^\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
 _TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 
@@ -97,11 +98,13 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
 def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]]) -> Stated | None:
     num = match.group("num")
     digits = num.replace(",", "")
+    cur, scale_word = match.group("cur"), (match.group("scale") or "").lower()
+    if not _GROUPED.fullmatch(num) and not (cur or scale_word):
+        return None  # "1,2": a list, not a figure; "$1,99 million" is a figure mistyped
     value = float(digits)
     decimals = len(digits.partition(".")[2])
     half = 0.5 * 10.0**-decimals
-    scale_word = (match.group("scale") or "").lower()
-    cur, pct = match.group("cur"), match.group("pct")
+    pct = match.group("pct")
     start = (
         match.start("neg")
         if match.group("neg")
@@ -110,7 +113,8 @@ def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]
         else match.start("num")
     )
     end = match.end()
-    sign = -1.0 if (match.group("neg") or match.group("neg2")) and (cur or scale_word) else 1.0
+    minus = (match.group("neg") or "").strip() in "-−–" and bool(match.group("neg"))
+    sign = -1.0 if minus or match.group("neg2") else 1.0
     if pct:
         return Stated(text[start:end].strip(), start, end, sign * value, "%", half)
     if match.group("x"):
@@ -136,12 +140,20 @@ def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]
                 (sign * value,),
             )
         return Stated(text[start:end], start, end, sign * value, unit, half)
-    if table and (len(digits) >= 3 or "." in digits):
-        return Stated(num, match.start("num"), end, value * table, "number", half * table, (value,))
+    if table and (len(digits) >= 3 or "." in digits or _in_row(text, match.start())):
+        first = match.start("neg") if match.group("neg") else match.start("num")
+        value *= sign
+        return Stated(text[first:end], first, end, value * table, "number", half * table, (value,))
     if "," in num:
         unit = "shares" if match.group("shares") else "number"
         return Stated(num, match.start("num"), end, value, unit, half)
     return None
+
+
+def _in_row(text: str, at: int) -> bool:
+    """Whether `at` is in a markdown table row."""
+    line = text.rfind("\n", 0, at) + 1
+    return text.startswith("|", line)
 
 
 def _table_scales(text: str) -> list[tuple[int, int, float]]:

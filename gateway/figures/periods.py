@@ -1,8 +1,9 @@
 """Periods: the ones a sentence or a question names ("FY2023", "fiscal '23", "Q3 2024",
 "ended 2023-09-30", "in 2022"), and whether a reported value's period is one of them.
 
-A fiscal year is named by the calendar year it ends in; a year ending in January or
-February may also go by the year before (retailers, NVIDIA's frames).
+A fiscal year is named by the calendar year it ends in (NVIDIA's FY2026 ended on
+2026-01-25), as SEC's filings do; a retailer's "fiscal 2024" that ended on 2025-02-01 is
+FY2025 here.
 """
 
 from __future__ import annotations
@@ -85,8 +86,7 @@ class Span:
         return 0 if self.start is None else (self.end - self.start).days
 
     def years(self) -> tuple[int, ...]:
-        end = self.end
-        return (end.year, end.year - 1) if end.month <= 2 else (end.year,)
+        return (self.end.year,)
 
     def within(self, periods: frozenset[Named]) -> bool:
         """Whether this is (one of) the periods named."""

@@ -1,0 +1,379 @@
+"""The figure check, measured: answers written from real tool results of the bundled
+EDGAR snapshot, with correct figures and with planted errors, scored; and the check's
+cost on a 2,000-character answer against 200 KB of tool results.
+
+    python -m bench.figures_eval [--answers 600] [--seed 7] [--timing]
+
+Each answer states a company's figures for one fiscal year from the offline
+`get_sec_company_facts` results (amounts in several formats, a growth rate, a margin, a
+per-share amount, a "(in millions)" table, another company's figure), and either nothing
+wrong or one planted error: another period's value, a wrong scale, transposed or dropped
+digits, a wrong rounding, an invented number, a growth rate off by more than its rounding,
+a right value for the wrong company. A planted error is caught when its figure comes out
+`unsourced` or `other_period`; a correct figure is flagged when it comes out so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from gateway import figures
+from tools import ToolContext, ToolsConfig, open_toolset
+
+COMPANIES = (
+    ("AAPL", "Apple"), ("NVDA", "NVIDIA"), ("TSLA", "Tesla"), ("GOOGL", "Alphabet"),
+    ("SNOW", "Snowflake"), ("MRVL", "Marvell"),
+)  # fmt: skip
+LABELS = {
+    "revenue": "revenue", "gross_profit": "gross profit", "operating_income": "operating income",
+    "net_income": "net income", "research_and_development": "R&D expense",
+    "operating_cash_flow": "operating cash flow", "capital_expenditures": "capital expenditures",
+}  # fmt: skip
+ERRORS = (
+    "other_period", "wrong_scale", "transposed", "dropped_digit", "wrong_rounding", "invented",
+    "growth_off", "wrong_company",
+)  # fmt: skip
+FLAGGED = ("unsourced", "other_period")
+
+
+@dataclass
+class Result:
+    tool_use_id: str
+    input: dict[str, Any]
+    content: str
+    annual: dict[int, dict[str, Any]]
+    """Fiscal year (year of its end) -> its newest annual row."""
+
+
+Data = dict[tuple[str, str], Result]
+
+
+async def load() -> Data:
+    """One offline tool result per company and figure (and diluted EPS)."""
+    data: Data = {}
+    async with open_toolset(ToolsConfig()) as toolset:
+        for ticker, _ in COMPANIES:
+            for concept in (*LABELS, "eps_diluted"):
+                args = {"company_identifier": ticker, "concept": concept, "limit": 16}
+                use_id = f"toolu_{ticker}_{concept}"
+                ctx = ToolContext(tool_use_id=use_id, services=toolset.services)
+                outcome = await toolset.registry.call("get_sec_company_facts", args, ctx)
+                if outcome.is_error:
+                    continue
+                units = orjson.loads(outcome.content).get("units", {})
+                rows = next(iter(units.values()), {}).get("annual", [])
+                annual: dict[int, dict[str, Any]] = {}
+                for row in rows:
+                    annual.setdefault(int(row["end"][:4]), row)
+                data[(ticker, concept)] = Result(use_id, args, outcome.content, annual)
+    return data
+
+
+@dataclass
+class Answer:
+    text: str = ""
+    results: list[Result] = field(default_factory=list)
+    marks: list[tuple[int, int, str]] = field(default_factory=list)
+    """(start, end, kind) of each figure written: "ok" or the planted error."""
+
+    def say(self, text: str) -> None:
+        self.text += text
+
+    def figure(self, text: str, kind: str = "ok") -> None:
+        self.marks.append((len(self.text), len(self.text) + len(text), kind))
+        self.text += text
+
+
+def money(value: float, rng: random.Random, style: int | None = None) -> str:
+    style = rng.randrange(6) if style is None else style
+    big = abs(value) >= 1e9
+    scale, word, short = (1e9, "billion", "B") if big else (1e6, "million", "M")
+    sign = "-" if value < 0 else ""
+    v = abs(value) / scale
+    return [
+        f"{sign}${v:,.1f} {word}",
+        f"{sign}${v:,.2f} {word}",
+        f"{sign}${abs(value) / 1e6:,.0f} million",
+        f"{sign}${v:,.1f}{short}",
+        f"{sign}US${v:,.1f} {word}",
+        f"{sign}${v:,.3f} {word}",
+    ][style]
+
+
+def still_right(shown: str, value: float) -> bool:
+    """Whether `shown` (as `money` writes it) still reads as `value`, within its rounding:
+    a mutation that leaves it so plants no error."""
+    text = shown.replace("US$", "").replace("$", "").replace(",", "").lstrip("-")
+    number, _, word = text.partition(" ")
+    scale = {"billion": 1e9, "million": 1e6}.get(word, 1.0)
+    if number[-1:] in ("B", "M"):
+        number, scale = number[:-1], 1e9 if number[-1] == "B" else 1e6
+    decimals = len(number.partition(".")[2])
+    try:
+        return abs(float(number) * scale - abs(value)) <= 0.5 * 10**-decimals * scale * 1.001
+    except ValueError:
+        return False
+
+
+def _mutate_digits(text: str, rng: random.Random, kind: str) -> str | None:
+    digits = [i for i, c in enumerate(text) if c.isdigit()]
+    if kind == "transposed":
+        pairs = [(a, b) for a, b in zip(digits, digits[1:], strict=False)
+                 if b == a + 1 and text[a] != text[b]]  # fmt: skip
+        if not pairs:
+            return None
+        a, b = rng.choice(pairs)
+        return text[:a] + text[b] + text[a] + text[b + 1 :]
+    if kind == "dropped_digit" and len(digits) >= 3:
+        i = rng.choice(digits[1:])
+        return text[:i] + text[i + 1 :]
+    if kind == "wrong_rounding":
+        i = digits[-1]
+        last = int(text[i])
+        new = last + rng.choice((-1, 1)) if 0 < last < 9 else (1 if last == 0 else 8)
+        return text[:i] + str(new) + text[i + 1 :]
+    return None
+
+
+def write(data: Data, rng: random.Random, error: str | None) -> Answer | None:
+    ticker, name = rng.choice(COMPANIES)
+    concepts = [c for c in LABELS if (ticker, c) in data]
+    years = sorted({y for c in concepts for y in data[(ticker, c)].annual})
+    year = rng.choice(years[1:]) if len(years) > 2 else None
+    if year is None:
+        return None
+    have = [c for c in concepts if {year, year - 1} <= set(data[(ticker, c)].annual)]
+    if len(have) < 3:
+        return None
+    first, second, third = rng.sample(have, 3)
+    others = [
+        t
+        for t, _ in COMPANIES
+        if t != ticker and year in getattr(data.get((t, first)), "annual", {})
+    ]
+    other = rng.choice(others) if others else None
+    if error == "wrong_company" and other is None:
+        return None
+    answer = Answer()
+    answer.results = [data[(ticker, c)] for c in (first, second, third)]
+    if (ticker, "eps_diluted") in data:
+        answer.results.append(data[(ticker, "eps_diluted")])
+    if other is not None:
+        answer.results.append(data[(other, first)])
+    if not _sentences(answer, data, rng, error, ticker, name, year, (first, second, third), other):
+        return None
+    return answer
+
+
+def _sentences(
+    answer: Answer, data: Data, rng: random.Random, error: str | None, ticker: str, name: str,
+    year: int, concepts: tuple[str, str, str], other: str | None,
+) -> bool:  # fmt: skip
+    first, second, third = concepts
+    row = data[(ticker, first)].annual[year]
+    value, prior = row["value"], data[(ticker, first)].annual[year - 1]["value"]
+    style = rng.randrange(6)
+    shown = money(value, rng, style)
+    kind = "ok"
+    if error == "other_period":
+        years = [y for y in data[(ticker, first)].annual if y != year and abs(y - year) <= 3]
+        wrong = data[(ticker, first)].annual[rng.choice(years)]["value"]
+        shown, kind = money(wrong, rng, style), error
+        if shown == money(value, rng, style):
+            return False
+    elif error == "wrong_scale":
+        shown, kind = money(value * rng.choice((1e3, 1e-3)), rng, style), error
+    elif error in ("transposed", "dropped_digit", "wrong_rounding"):
+        mutated = _mutate_digits(shown, rng, error)
+        if mutated is None:
+            return False
+        shown, kind = mutated, error
+    elif error == "invented":
+        shown, kind = money(value * rng.uniform(0.3, 3.0), rng, style), error
+    elif error == "wrong_company":
+        assert other is not None
+        wrong = data[(other, first)].annual[year]["value"]
+        shown, kind = money(wrong, rng, style), error
+        if shown == money(value, rng, style):
+            return False
+    if kind != "ok" and (still_right(shown, value) or not shown.strip("-US$.,0BMbilonm ")):
+        return False
+    answer.say(f"**{name}** reported {LABELS[first]} of ")
+    answer.figure(shown, kind)
+    answer.say(f" in FY{year}, per its {row['form']} (accession ")
+    answer.figure(row["accession_number"])
+    growth = (value - prior) / abs(prior) * 100 if prior else 0.0
+    if error == "growth_off":
+        growth += rng.choice((-1, 1)) * rng.uniform(0.3, 6.0)
+    answer.say(f"). That is a change of ")
+    answer.figure(f"{growth:+.1f}%", "growth_off" if error == "growth_off" else "ok")
+    answer.say(f" on FY{year - 1}.\n\nIn FY{year}, {LABELS[second]} was ")
+    answer.figure(money(data[(ticker, second)].annual[year]["value"], rng))
+    answer.say(f" and {LABELS[third]} was ")
+    answer.figure(money(data[(ticker, third)].annual[year]["value"], rng))
+    answer.say(".")
+    _extras(answer, data, rng, ticker, name, year, concepts, other)
+    return True
+
+
+def _extras(
+    answer: Answer, data: Data, rng: random.Random, ticker: str, name: str, year: int,
+    concepts: tuple[str, str, str], other: str | None,
+) -> None:  # fmt: skip
+    first, second, third = concepts
+    a, b = data[(ticker, second)].annual[year]["value"], data[(ticker, first)].annual[year]["value"]
+    if b and rng.random() < 0.7:
+        answer.say(f" {LABELS[second].capitalize()} came to ")
+        answer.figure(f"{a / b * 100:.1f}%")
+        answer.say(f" of {LABELS[first]} in FY{year}.")
+    eps = data.get((ticker, "eps_diluted"))
+    if eps is not None and year in eps.annual and rng.random() < 0.6:
+        answer.say(f" Diluted EPS was ")
+        answer.figure(f"${eps.annual[year]['value']:.2f}")
+        answer.say(f" per share in FY{year}.")
+    if rng.random() < 0.5:
+        answer.say(f"\n\n| {name} (in millions) | FY{year} | FY{year - 1} |\n|---|---|---|\n")
+        for concept in (first, third):
+            rows = data[(ticker, concept)].annual
+            answer.say(f"| {LABELS[concept]} | ")
+            answer.figure(f"{rows[year]['value'] / 1e6:,.0f}")
+            answer.say(" | ")
+            answer.figure(f"{rows[year - 1]['value'] / 1e6:,.0f}")
+            answer.say(" |\n")
+    if other is not None and rng.random() < 0.5:
+        other_name = dict(COMPANIES)[other]
+        answer.say(f"\n\nFor comparison, {other_name} reported {LABELS[first]} of ")
+        answer.figure(money(data[(other, first)].annual[year]["value"], rng))
+        answer.say(f" in FY{year}.")
+
+
+def messages(answer: Answer) -> list[dict[str, Any]]:
+    uses = [{"type": "tool_use", "id": r.tool_use_id, "name": "get_sec_company_facts",
+             "input": r.input} for r in answer.results]  # fmt: skip
+    results = [{"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content}
+               for r in answer.results]  # fmt: skip
+    return [{"role": "user", "content": "question"}, {"role": "assistant", "content": uses},
+            {"role": "user", "content": results}]  # fmt: skip
+
+
+@dataclass
+class Score:
+    answers: int = 0
+    planted: Counter[str] = field(default_factory=Counter)
+    caught: Counter[str] = field(default_factory=Counter)
+    correct: int = 0
+    flagged: int = 0
+    unseen: int = 0
+    misses: list[str] = field(default_factory=list)
+    alarms: list[str] = field(default_factory=list)
+
+    def add(self, answer: Answer) -> None:
+        report = figures.check(answer.text, figures.build(messages(answer)))
+        status = {c.figure.start: c.status for c in report.figures}
+        self.answers += 1
+        for start, end, kind in answer.marks:
+            got = status.get(start)
+            self.unseen += got is None
+            if kind == "ok":
+                self.correct += 1
+                if got in FLAGGED or got is None:
+                    self.flagged += 1
+                    self.alarms.append(f"{answer.text[start:end]!r} {got}: {answer.text[:200]!r}")
+                continue
+            self.planted[kind] += 1
+            if got in FLAGGED:
+                self.caught[kind] += 1
+            else:
+                self.misses.append(
+                    f"{kind} {answer.text[start:end]!r} {got}: {answer.text[:240]!r}"
+                )
+
+    def lines(self) -> list[str]:
+        planted, caught = sum(self.planted.values()), sum(self.caught.values())
+        out = [
+            f"answers: {self.answers}; planted errors: {planted}, caught {caught} "
+            f"({caught / planted:.1%}); correct figures: {self.correct}, flagged {self.flagged} "
+            f"({self.flagged / self.correct:.2%}); figures not found in the text: {self.unseen}",
+        ]
+        for kind in ERRORS:
+            out.append(f"  {kind}: {self.caught[kind]}/{self.planted[kind]}")
+        return out
+
+
+def evaluate(data: Data, count: int, seed: int) -> Score:
+    rng = random.Random(seed)
+    score = Score()
+    while score.answers < count:
+        error = None if score.answers % 3 == 0 else ERRORS[score.answers % len(ERRORS)]
+        answer = write(data, rng, error)
+        if answer is not None:
+            score.add(answer)
+    return score
+
+
+def timing(data: Data, rng: random.Random) -> list[str]:
+    """The check of a ~2,000-character answer against ~200 KB of tool results."""
+    results = [r for r in data.values()]
+    chosen, size = [], 0
+    for result in rng.sample(results, len(results)):
+        if size >= 200_000:
+            break
+        chosen.append(result)
+        size += len(result.content)
+    answer = Answer()
+    while len(answer.text) < 2_000:
+        one = write(data, rng, None)
+        if one is not None:
+            answer.say(one.text + "\n\n")
+            chosen += [r for r in one.results if r not in chosen]
+    answer.text = answer.text[:2_000]
+    answer.results = chosen
+    conversation = messages(answer)
+    build, check = [], []
+    for _ in range(200):
+        start = time.perf_counter()
+        index = figures.build(conversation)
+        middle = time.perf_counter()
+        report = figures.check(answer.text, index)
+        build.append((middle - start) * 1000)
+        check.append((time.perf_counter() - middle) * 1000)
+    size = sum(len(r.content) for r in chosen)
+    return [
+        f"answer {len(answer.text):,} chars, {len(report.figures)} figures; tool results "
+        f"{size:,} chars in {len(chosen)} results",
+        f"  index the results (once per run): median {statistics.median(build):.2f} ms, "
+        f"p90 {statistics.quantiles(build, n=10)[-1]:.2f} ms",
+        f"  check the answer against them: median {statistics.median(check):.2f} ms, "
+        f"p90 {statistics.quantiles(check, n=10)[-1]:.2f} ms",
+        f"  both: median {statistics.median(b + c for b, c in zip(build, check)):.2f} ms",
+    ]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.figures_eval", description=__doc__)
+    parser.add_argument("--answers", type=int, default=600)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--show", type=int, default=0, help="print this many misses and alarms")
+    args = parser.parse_args()
+    data = await load()
+    if args.timing:
+        print("\n".join(timing(data, random.Random(args.seed))))
+        return
+    score = evaluate(data, args.answers, args.seed)
+    print("\n".join(score.lines()))
+    for line in (score.misses + score.alarms)[: args.show]:
+        print(line)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
