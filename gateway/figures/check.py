@@ -75,9 +75,10 @@ def check(answer: str, index: SourceIndex, question: str = "") -> Report:
 
 def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Checked:
     if figure.identifier:
-        found = index.identifiers.get(str(figure.value), [])
-        status = "sourced" if found else "unsourced"
-        return Checked(figure, status, [s for s in found if s.tool][:1])
+        found = index.identifiers.get(str(figure.value))
+        if found is None:
+            return Checked(figure, "unsourced")
+        return Checked(figure, "sourced", [found])
     candidates = _candidates(figure, index)
     if context.companies:
         candidates = [s for s in candidates if s.company is None or s.company in context.companies]

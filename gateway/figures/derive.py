@@ -1,17 +1,19 @@
 """Values derived from two sourced figures: growth, margin or share, difference, sum.
 
 Only pairs that make sense are tried (not every pair of numbers in the run, which would
-find any percentage somewhere): a growth rate compares one concept of one company across
-two periods; a margin or a share divides two concepts of one company for the same period
-(at least one input is a figure the answer states near it, or a fact of a period and
-company the sentence names; a growth rate's two periods are both among those); a sum or a difference combines two figures the answer
-states near it (an amount has too many chance sums otherwise).
+find any percentage somewhere). The pool: the sourced figures the answer states near this
+one, and the facts of the periods and companies its sentence names. A growth rate: one
+concept of one company between a period of the pool and one a year apart (or another of
+the pool). A margin or a share: two concepts of one company for the same period, one of
+them in the pool. A sum or a difference: two figures the answer states near it (an
+amount has too many chance sums otherwise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import permutations
 
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
@@ -61,13 +63,12 @@ def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[S
 def _candidates(
     unit: str, pool: list[Source], index: SourceIndex
 ) -> Iterator[tuple[str, Source, Source, float]]:
-    relevant = {s.period for s in pool}
+    if unit == "%":
+        yield from _growths(pool, index)
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
         if unit == "%":
-            series = index.facts.get((a.company, a.concept or ""), [])
-            yield from _growths(a, [b for b in series if b.period in relevant])
             yield from _ratios(a, same_period, 100.0)
         elif unit == "x":
             yield from _ratios(a, same_period, 1.0)
@@ -77,14 +78,20 @@ def _candidates(
             )
 
 
-def _growths(a: Source, series: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
-    for b in series:
-        if b.period == a.period or b.unit != a.unit:
-            continue
-        if b.value:
-            yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
-        if a.value:
-            yield "growth", b, a, (b.value - a.value) / abs(a.value) * 100
+def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Source, Source, float]]:
+    """One concept of one company between a period in play and the same period a year
+    before or after (or another period in play)."""
+    relevant = {s.period for s in pool if s.period is not None}
+    near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
+    for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
+        series = [
+            b for b in index.facts.get((company, concept), [])
+            if b.unit == unit and b.period is not None
+            and (b.period in relevant or (b.period.end.year, b.period.days > 300) in near)
+        ]  # fmt: skip
+        for a, b in permutations(series, 2):
+            if b.value and a.period != b.period:
+                yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
 
 
 def _ratios(

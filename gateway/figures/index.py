@@ -29,7 +29,10 @@ _TEXT_NUMBER = re.compile(
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 _WORD_SCALE = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3}
-_SKIP_KEYS = frozenset({"description", "url", "filed", "start", "end", "frame", "fy", "fp"})
+_SKIP_KEYS = frozenset({
+    "description", "url", "filed", "start", "end", "frame", "fy", "fp", "cik",
+    "accession_number", "accn", "accessionNumber",
+})  # fmt: skip
 _GENERIC = frozenset({"the", "first", "american", "general", "united", "international", "new"})
 MAX_TEXT_CHARS = 400_000
 """Characters of text results scanned for numbers per run."""
@@ -68,7 +71,8 @@ class Source:
 @dataclass
 class SourceIndex:
     sources: list[Source] = field(default_factory=list)
-    identifiers: dict[str, list[Source]] = field(default_factory=lambda: defaultdict(list))
+    identifiers: dict[str, Source] = field(default_factory=dict)
+    """Accession numbers and CIKs the results name -> the first result naming each."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Lowercase name or ticker -> CIK."""
     facts: dict[tuple[str | None, str], list[Source]] = field(
@@ -95,8 +99,6 @@ class SourceIndex:
 
     def add_result(self, tool_use_id: str, tool: str, tool_input: Any, content: str) -> None:
         """Index one tool result (JSON or not)."""
-        for accession in _ACCESSION.findall(content):
-            self.identifiers[accession].append(Source(tool_use_id, tool, 0.0, accession=accession))
         data: Any = None
         if content[:1] in ("{", "["):
             try:
@@ -133,9 +135,13 @@ class SourceIndex:
             self.sources.append(source)
 
     def _walk_object(self, node: dict[str, Any], where: _Where) -> None:
+        value = node.get("value", node.get("val"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and "end" in node:
+            period = span(node.get("start"), node["end"])
+            if period is not None:
+                self._fact(node, float(value), where, period)
+                return
         where = where.inside(node, self)
-        if where.fact(node, self):
-            return
         for key, value in node.items():
             if key in _SKIP_KEYS:
                 continue
@@ -149,6 +155,9 @@ class SourceIndex:
         if self._text_chars >= MAX_TEXT_CHARS:
             return
         text = text[: MAX_TEXT_CHARS - self._text_chars]
+        if "-" in text:
+            for accession in _ACCESSION.findall(text):
+                self.identify(accession, Source(tool_use_id, tool, 0.0, accession=accession))
         self._text_chars += len(text)
         note = _IN_SCALE.search(text)
         table = _WORD_SCALE[note.group(1).lower().rstrip("s")] if note else 0.0
@@ -164,8 +173,36 @@ class SourceIndex:
             elif table and len(number) >= 3:
                 add(Source(tool_use_id, tool, value * table, company=company))
 
-    def add_company(self, cik: str, name: object) -> None:
-        self.identifiers.setdefault(cik, []).append(Source("", "", 0.0, company=cik))
+    def identify(self, identifier: str, source: Source) -> None:
+        if identifier not in self.identifiers:
+            self.identifiers[identifier] = source
+
+    def _fact(self, node: dict[str, Any], value: float, where: _Where, period: Span) -> None:
+        """An XBRL fact: a value with its period (and the values it restated)."""
+        accession = node.get("accession_number") or node.get("accn") or where.accession
+        company = where.company
+        if node.get("cik") is not None:  # a frame's row: one company each
+            company = str(node["cik"]).lstrip("0")
+            self.add_company(company, node.get("entity"), where)
+        form = node.get("form") or where.form
+        source = Source(
+            where.tool_use_id, where.tool, value, where.concept, period,
+            form if isinstance(form, str) else None,
+            accession if isinstance(accession, str) else None, company, where.unit,
+        )  # fmt: skip
+        self.sources.append(source)
+        self.facts[(company, where.concept or "")].append(source)
+        self.by_period[(company, period)].append(source)
+        if source.accession:
+            self.identify(source.accession, source)
+        for key in ("originally_reported", "restated_in"):
+            sub = node.get(key)
+            if isinstance(sub, dict) and isinstance(sub.get("value"), (int, float)):
+                self._fact(sub, float(sub["value"]), where, period)
+
+    def add_company(self, cik: str, name: object, where: _Where | None = None) -> None:
+        if where is not None:
+            self.identify(cik, Source(where.tool_use_id, where.tool, 0.0, company=cik))
         if not isinstance(name, str) or not name:
             return
         clean = re.sub(r"[^\w\s&-]", "", name).lower()
@@ -184,8 +221,6 @@ class _Where:
     concept: str | None = None
     unit: str | None = None
     company: str | None = None
-    start: Any = None
-    end: Any = None
     form: str | None = None
     accession: str | None = None
 
@@ -196,11 +231,11 @@ class _Where:
         changes: dict[str, Any] = {}
         company = node.get("company")
         if isinstance(company, dict) and company.get("cik") is not None:
-            changes["company"] = str(int(company["cik"]))
-            index.add_company(changes["company"], company.get("name"))
+            changes["company"] = str(company["cik"]).lstrip("0")
+            index.add_company(changes["company"], company.get("name"), self)
         elif node.get("cik") is not None and str(node["cik"]).isdigit():
-            changes["company"] = str(int(node["cik"]))
-            index.add_company(changes["company"], node.get("entity") or node.get("name"))
+            changes["company"] = str(node["cik"]).lstrip("0")
+            index.add_company(changes["company"], node.get("entity") or node.get("name"), self)
         concept = node.get("concept")
         if isinstance(concept, str):
             taxonomy = node.get("taxonomy")
@@ -211,34 +246,13 @@ class _Where:
             )
         if isinstance(node.get("unit"), str):
             changes["unit"] = node["unit"]
-        for key in ("start", "end", "form"):
-            if key in node:
-                changes[key] = node[key]
-        accession = node.get("accession_number") or node.get("accn")
+        if isinstance(node.get("form"), str):
+            changes["form"] = node["form"]
+        accession = node.get("accession_number") or node.get("accn") or node.get("accessionNumber")
         if isinstance(accession, str):
             changes["accession"] = accession
+            index.identify(accession, Source(self.tool_use_id, self.tool, 0.0, accession=accession))
         return _replace(self, **changes) if changes else self
-
-    def fact(self, node: dict[str, Any], index: SourceIndex) -> bool:
-        """Index `node` as an XBRL fact if it is one (a value with its period)."""
-        value = node.get("value", node.get("val"))
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return False
-        period = span(self.start, self.end)
-        if period is None:
-            return False
-        source = Source(
-            self.tool_use_id, self.tool, float(value), self.concept, period,
-            self.form if isinstance(self.form, str) else None, self.accession, self.company,
-            self.unit,
-        )  # fmt: skip
-        index.sources.append(source)
-        index.facts[(self.company, self.concept or "")].append(source)
-        index.by_period[(self.company, period)].append(source)
-        for key in ("originally_reported", "restated_in"):
-            if isinstance(node.get(key), dict):
-                index._walk(node[key], self)
-        return True
 
 
 def _replace(where: _Where, **changes: Any) -> _Where:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = {name: n for n, name in enumerate(_MONTHS.split(), 1)}
@@ -106,8 +107,13 @@ class Span:
 
 def span(start: object, end: object) -> Span | None:
     """A value's period from its `start` and `end` fields (None when they are not dates)."""
-    if not isinstance(end, str):
+    if not isinstance(end, str) or not (start is None or isinstance(start, str)):
         return None
+    return _span(start, end)
+
+
+@lru_cache(maxsize=4096)
+def _span(start: str | None, end: str) -> Span | None:
     try:
         last = date.fromisoformat(end[:10])
         first = date.fromisoformat(start[:10]) if isinstance(start, str) else None
