@@ -15,7 +15,7 @@ from typing import Any
 from gateway.figures import extract
 from gateway.figures.context import Contexts
 from gateway.figures.context import Stated as Context
-from gateway.figures.derive import Derived, derive
+from gateway.figures.derive import Derived, Memo, derive
 from gateway.figures.index import Source, SourceIndex
 
 STATUSES = ("sourced", "derived", "unsourced", "other_period")
@@ -65,11 +65,12 @@ def check(answer: str, index: SourceIndex, question: str = "") -> Report:
         if c.status == "sourced" and c.sources and c.sources[0].period is not None:
             anchors.setdefault(contexts.paragraph(c.figure.start), []).append(c.sources[0])
             everywhere.append(c.sources[0])
+    memo: Memo = {}
     for c in checked:
         if c.status in ("sourced", "derived") or c.figure.identifier:
             continue
         near = anchors.get(contexts.paragraph(c.figure.start)) or everywhere
-        _derived(c, index, contexts.at(c.figure.start), near)
+        _derived(c, index, contexts.at(c.figure.start), near, memo)
     return Report(checked)
 
 
@@ -127,8 +128,10 @@ def _best(sources: list[Source]) -> list[Source]:
     return best[:MAX_SOURCES]
 
 
-def _derived(checked: Checked, index: SourceIndex, context: Context, near: list[Source]) -> None:
-    found = derive(checked.figure, near, context, index)
+def _derived(
+    checked: Checked, index: SourceIndex, context: Context, near: list[Source], memo: Memo
+) -> None:
+    found = derive(checked.figure, near, context, index, memo)
     if context.companies:
         found = [d for d in found if all(s.company in context.companies for s in d.inputs)]
     if not found:

@@ -28,35 +28,44 @@ class Derived:
     inputs: tuple[Source, Source]
 
 
+Candidate = tuple[str, Source, Source, float]
+Memo = dict[tuple[str, Context, tuple[int, ...]], list[Candidate]]
+
+
 def derive(
-    figure: Stated, near: list[Source], context: Context, index: SourceIndex
+    figure: Stated, near: list[Source], context: Context, index: SourceIndex, memo: Memo
 ) -> list[Derived]:
     """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
-    figures `near` it and the facts its context names."""
+    figures `near` it and the facts its context names. `memo` keeps the candidates of
+    each pool for the next figure of the same context."""
     if not isinstance(figure.value, float):
         return []
     target, tolerance = abs(figure.value), figure.tolerance * 1.0001 + 1e-12
-    anchors = [s for s in near if s.period is not None]
-    pool = anchors if figure.unit not in ("%", "x") else _pool(anchors, context, index)
-    found = []
-    for kind, a, b, value in _candidates(figure.unit, pool, index):
-        if abs(abs(value) - target) <= tolerance:
-            found.append(Derived(_formula(kind, a, b), (a, b)))
-    return found
+    kind = figure.unit if figure.unit in ("%", "x") else "amount"
+    key = (kind, context, tuple(id(s) for s in near))
+    if key not in memo:
+        anchors = [s for s in near if s.period is not None]
+        pool = anchors if kind == "amount" else _pool(anchors, context, index)
+        memo[key] = list(_candidates(figure.unit, pool, index))
+    return [
+        Derived(_formula(how, a, b), (a, b))
+        for how, a, b, value in memo[key]
+        if abs(abs(value) - target) <= tolerance
+    ]
 
 
 def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
     """The facts derivations start from: the sourced figures near this one, and the facts
     of the periods and companies named."""
     pool = {id(s): s for s in anchors}
-    if context.periods:
-        for (company, period), facts in index.by_period.items():
+    for year in {named.year for named in context.periods}:
+        for company, period in index.by_year.get(year, ()):
             if len(pool) >= MAX_POOL:
                 break
             if (not context.companies or company in context.companies) and period.within(
                 context.periods
             ):
-                pool.update((id(s), s) for s in facts)
+                pool.update((id(s), s) for s in index.by_period[(company, period)])
     return list(pool.values())[:MAX_POOL]
 
 
@@ -85,10 +94,11 @@ def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Sour
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
     for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
         series = [
-            b for b in index.facts.get((company, concept), [])
-            if b.unit == unit and b.period is not None
-            and (b.period in relevant or (b.period.end.year, b.period.days > 300) in near)
-        ]  # fmt: skip
+            b
+            for year, annual in near
+            for b in index.series.get((company, concept, year, annual), ())
+            if b.unit == unit
+        ]
         for a, b in permutations(series, 2):
             if b.value and a.period != b.period:
                 yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100

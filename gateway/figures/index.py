@@ -83,6 +83,11 @@ class SourceIndex:
         default_factory=lambda: defaultdict(list)
     )
     """(company, period) -> its facts, for margins, shares, sums and differences."""
+    by_year: dict[int, list[tuple[str | None, Span]]] = field(default_factory=dict)
+    """Year a period ends in -> the (company, period) keys of `by_period` (and the year
+    after, for quarters named by fiscal years)."""
+    series: dict[tuple[str | None, str, int, bool], list[Source]] = field(default_factory=dict)
+    """(company, concept, year the period ends in, longer than 300 days) -> its facts."""
     _keys: list[float] = field(default_factory=list)
     _sorted: list[Source] = field(default_factory=list)
     _text_chars: int = 0
@@ -95,6 +100,14 @@ class SourceIndex:
     def finish(self) -> SourceIndex:
         self._sorted = sorted(self.sources, key=lambda s: abs(s.value))
         self._keys = [abs(s.value) for s in self._sorted]
+        for key in self.by_period:
+            for year in (key[1].end.year, key[1].end.year - 1):
+                self.by_year.setdefault(year, []).append(key)
+        for (company, concept), facts in self.facts.items():
+            for fact in facts:
+                assert fact.period is not None
+                where = (company, concept, fact.period.end.year, fact.period.days > 300)
+                self.series.setdefault(where, []).append(fact)
         return self
 
     def add_result(self, tool_use_id: str, tool: str, tool_input: Any, content: str) -> None:

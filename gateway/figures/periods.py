@@ -9,7 +9,7 @@ FY2025 here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
 
@@ -81,10 +81,12 @@ class Span:
 
     start: date | None
     end: date
+    days: int = field(init=False, compare=False)
+    """0 for an instant."""
 
-    @property
-    def days(self) -> int:
-        return 0 if self.start is None else (self.end - self.start).days
+    def __post_init__(self) -> None:
+        days = 0 if self.start is None else (self.end - self.start).days
+        object.__setattr__(self, "days", days)
 
     def years(self) -> tuple[int, ...]:
         return (self.end.year,)
