@@ -41,7 +41,7 @@ _NUMBER = re.compile(
     r"(?P<shares>\s(?:\w+\s)?shares\b)?"
 )
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?")
-_PER_SHARE = re.compile(r"^\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
+_PER_SHARE = re.compile(r"\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
 _TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 
 
