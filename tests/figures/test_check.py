@@ -8,7 +8,12 @@ from typing import Any
 from gateway import figures
 from gateway.figures import extract
 from tests.figures.support import (
-    APPLE_EPS, APPLE_GROSS, APPLE_REVENUE, FACTS, NVIDIA_REVENUE, conversation,
+    APPLE_EPS,
+    APPLE_GROSS,
+    APPLE_REVENUE,
+    FACTS,
+    NVIDIA_REVENUE,
+    conversation,
 )  # fmt: skip
 
 APPLE = conversation(

@@ -30,7 +30,8 @@ def test_ten_thousand_figures_are_capped() -> None:
 def test_tables_take_their_scale_note() -> None:
     answer = (
         "Apple, FY2025 (in millions):\n\n| | FY2025 | FY2024 |\n|---|---|---|\n"
-        "| Revenue | 416,161 | 391,035 |\n| Gross profit | 195,201 | 180,683 |\n| Other | 1,234 | 12 |\n"
+        "| Revenue | 416,161 | 391,035 |\n| Gross profit | 195,201 | 180,683 |\n"
+        "| Other | 1,234 | 12 |\n"
         "\nAfter the table, 416,161 is just a number."
     )
     report = figures.check(answer, figures.build(APPLE))
@@ -66,19 +67,25 @@ def test_results_that_are_not_json() -> None:
         {
             "type": "tool_result",
             "tool_use_id": "toolu_y",
-            "content": "$777 billion",
+            "content": "$777 bn",
             "is_error": True,
         }
     )
-    answer = "Sales $416.2 billion, margin 46.9%, $391,035 million, $383.3 billion, cash $29.9 billion, $777 billion."
+    answer = (
+        "Sales $416.2 billion, margin 46.9%, $391,035 million, $383.3 billion, "
+        "cash $29.9 billion, $777 billion."
+    )
     report = figures.check(answer, figures.build(messages))
     assert {c.figure.text: c.status for c in report.figures} == {
         "$416.2 billion": "sourced", "46.9%": "sourced", "$391,035 million": "sourced",
         "$383.3 billion": "sourced", "$29.9 billion": "sourced",
         "$777 billion": "unsourced",  # an error result is no source
     }  # fmt: skip
-    source = report.figures[0].sources[0].public()
-    assert source == {"tool_use_id": "toolu_0", "tool": "fetch"}
+    sources = [s.public() for s in report.figures[0].sources]  # the text, the note's scale
+    assert sorted(sources, key=str) == [
+        {"tool_use_id": "toolu_0", "tool": "fetch"},
+        {"tool_use_id": "toolu_2", "tool": "document"},
+    ]
 
 
 def test_huge_text_results_are_read_up_to_a_cap() -> None:
