@@ -27,6 +27,7 @@ _TEXT_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
+_CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 _WORD_SCALE = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3}
 _SKIP_KEYS = frozenset({
@@ -171,6 +172,9 @@ class SourceIndex:
         if "-" in text:
             for accession in _ACCESSION.findall(text):
                 self.identify(accession, Source(tool_use_id, tool, 0.0, accession=accession))
+        if "CIK" in text or "cik" in text:
+            for cik in _CIK.findall(text):
+                self.identify(cik.lstrip("0") or "0", Source(tool_use_id, tool, 0.0, company=cik))
         self._text_chars += len(text)
         note = _IN_SCALE.search(text)
         table = _WORD_SCALE[note.group(1).lower().rstrip("s")] if note else 0.0
