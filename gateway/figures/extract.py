@@ -21,10 +21,10 @@ MAX_FIGURES = 2_000
 """Figures checked per answer; an answer with more has the rest left out (and says so by
 its count)."""
 
+_LINKS = re.compile(r"https?://[^\s)\]>]+|\]\([^)\s]*\)")
+"""Links and markdown link targets: their digits are addresses, not figures."""
 _MASKS = re.compile(
-    r"https?://[^\s)\]>]+"  # links: their digits are addresses, not figures
-    r"|\]\([^)\s]*\)"  # markdown link targets
-    r"|\b(?:10-K|10-Q|8-K|20-F|40-F|6-K|S-1|S-3|S-4|DEF 14A|13F-HR)(?:/A)?\b"
+    r"\b(?:10-K|10-Q|8-K|20-F|40-F|6-K|S-1|S-3|S-4|DEF 14A|13F-HR)(?:/A)?\b"
     r"|\b(?:19|20)\d{2}-\d{2}-\d{2}\b"  # dates
     r"|\b(?:FY|CY|Q[1-4]|H[12])\s?'?\d{2,4}(?:Q[1-4]I?)?\b"  # period names
     r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*",
@@ -67,15 +67,16 @@ class Stated:
 
 def figures(text: str) -> list[Stated]:
     """Every figure in `text`, in order, at most `MAX_FIGURES`."""
+    unlinked = _LINKS.sub(lambda m: " " * len(m.group()), text)
     found: list[Stated] = [
         Stated(m.group(), m.start(), m.end(), m.group(), "accession", 0.0)
-        for m in _ACCESSION.finditer(text)
+        for m in _ACCESSION.finditer(unlinked)
     ]
     found += [
         Stated(m.group(), m.start(), m.end(), m.group(1).lstrip("0") or "0", "cik", 0.0)
-        for m in _CIK.finditer(text)
+        for m in _CIK.finditer(unlinked)
     ]
-    masked = _masked(text, [(f.start, f.end) for f in found])
+    masked = _masked(unlinked, [(f.start, f.end) for f in found])
     scales = _table_scales(text)
     for match in _NUMBER.finditer(masked):
         figure = _figure(text, match, scales)
