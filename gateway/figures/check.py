@@ -111,7 +111,7 @@ def _unit_fits(unit: str, source_unit: str | None) -> bool:
         return True
     if unit == "shares":
         return "USD" not in source_unit
-    if unit in ("USD", "USD/share"):
+    if unit not in ("%", "x", "number"):  # an amount of money
         return source_unit != "shares"
     return True
 

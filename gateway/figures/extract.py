@@ -54,7 +54,8 @@ class Stated:
     end: int
     value: float | str
     unit: str
-    """"USD", "USD/share", "%", "shares", "x", "number", or "accession"/"cik"."""
+    """"USD" (or "EUR", "GBP"), "USD/share", "%", "shares", "x", "number"; "accession" or
+    "cik" for identifiers."""
     tolerance: float
     """Half a unit of the last digit shown, at the figure's scale."""
     alternatives: tuple[float, ...] = ()
@@ -124,13 +125,13 @@ def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]
         cur or scale_word in ("trillion", "billion", "million", "thousand", "bn", "mn")
     ):
         scale = SCALES[scale_word]
-        unit = "shares" if match.group("shares") else "USD" if cur else "number"
+        unit = "shares" if match.group("shares") else _currency(cur) if cur else "number"
         return Stated(text[start:end].strip(), start, end, sign * value * scale, unit, half * scale)
     end = match.end("num")
     table = _scale_at(scales, match.start())
     if cur:
-        unit = "USD/share" if _PER_SHARE.match(text, end) else "USD"
-        if table and unit == "USD":
+        unit = _currency(cur) + ("/share" if _PER_SHARE.match(text, end) else "")
+        if table and not unit.endswith("/share"):
             return Stated(
                 text[start:end],
                 start,
@@ -149,6 +150,10 @@ def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]
         unit = "shares" if match.group("shares") else "number"
         return Stated(num, match.start("num"), end, value, unit, half)
     return None
+
+
+def _currency(sign: str) -> str:
+    return {"€": "EUR", "£": "GBP"}.get(sign.strip(), "USD")
 
 
 def _in_row(text: str, at: int) -> bool:

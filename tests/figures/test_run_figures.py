@@ -4,6 +4,7 @@ offsets into `final.result`, the counts in `final`, `/api/research` and the metr
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -14,7 +15,7 @@ from pytest_aiohttp import AiohttpClient
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
 from tests.conftest import settings_for, stream
-from tests.demo.conftest import Client
+from tests.demo.conftest import Client, DemoFactory
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tools import ToolContext, ToolsConfig, open_toolset
 
@@ -140,3 +141,27 @@ async def test_demo_answers_are_sourced(demo_gateway: Client) -> None:
         assert final["figures"]["unsourced"] == final["figures"]["other_period"] == 0, figures
         for figure in figures["figures"]:
             assert final["result"][figure["start"] : figure["end"]] == figure["text"]
+
+
+async def test_batch_results_carry_the_counts(make_demo_gateway: DemoFactory) -> None:
+    client = await make_demo_gateway(gateway_batch_poll_s=0.02)
+    questions = ["What was Apple's revenue in fiscal 2023?", "NVIDIA gross margin FY2024"]
+    response = await client.post("/api/batches", json={"questions": questions})
+    assert response.status == 202
+    batch_id = (await response.json())["batch_id"]
+    lines = await batch_results(client, batch_id)
+    for question, line in zip(questions, lines, strict=True):
+        research = await (await client.post("/api/research", json={"query": question})).json()
+        assert line["figures"] == research["figures"], question
+        assert line["figures"]["sourced"] >= 1
+
+
+async def batch_results(client: Client, batch_id: str) -> list[dict[str, Any]]:
+    async with asyncio.timeout(60):
+        while True:
+            state = await (await client.get(f"/api/batches/{batch_id}")).json()
+            if state["state"] == "ended":
+                break
+            await asyncio.sleep(0.05)
+    body = await (await client.get(f"/api/batches/{batch_id}/results")).read()
+    return [orjson.loads(line) for line in body.splitlines()]
