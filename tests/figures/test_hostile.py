@@ -3,6 +3,8 @@ tool results that are not JSON (or not text), odd conversations."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateway import figures
 from gateway.figures import extract
 from gateway.figures.index import MAX_TEXT_CHARS
@@ -96,7 +98,7 @@ def test_huge_text_results_are_read_up_to_a_cap() -> None:
 
 
 def test_odd_conversations() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": None},
         {"role": "assistant", "content": "plain text"},
         {"role": "assistant", "content": [None, 3, {"type": "tool_use"}]},
