@@ -16,7 +16,8 @@ from gateway.figures import extract
 from gateway.figures.context import Contexts
 from gateway.figures.context import Stated as Context
 from gateway.figures.derive import Derived, Memo, derive
-from gateway.figures.index import Source, SourceIndex
+from gateway.figures.index import SourceIndex
+from gateway.figures.sources import Source
 
 STATUSES = ("sourced", "derived", "unsourced", "other_period")
 MAX_SOURCES = 3

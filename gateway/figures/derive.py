@@ -17,7 +17,8 @@ from itertools import permutations
 
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
-from gateway.figures.index import Source, SourceIndex
+from gateway.figures.index import SourceIndex
+from gateway.figures.sources import Source
 
 MAX_POOL = 80
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from gateway.figures.conversation import tool_results
 from gateway.figures.periods import Span, span
+from gateway.figures.sources import Source
 
 _TEXT_NUMBER = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,]\d)"
@@ -37,36 +39,6 @@ _SKIP_KEYS = frozenset({
 _GENERIC = frozenset({"the", "first", "american", "general", "united", "international", "new"})
 MAX_TEXT_CHARS = 400_000
 """Characters of text results scanned for numbers per run."""
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where a number came from."""
-
-    tool_use_id: str
-    tool: str
-    value: float
-    concept: str | None = None
-    period: Span | None = None
-    form: str | None = None
-    accession: str | None = None
-    company: str | None = None
-    """The CIK of the company it belongs to, when the result says."""
-    unit: str | None = None
-    percent: bool = False
-
-    def public(self) -> dict[str, Any]:
-        """As PROTOCOL's `sources` entries."""
-        out: dict[str, Any] = {"tool_use_id": self.tool_use_id, "tool": self.tool}
-        if self.accession:
-            out["accession"] = self.accession
-        if self.concept:
-            out["concept"] = self.concept
-        if self.period is not None:
-            out["period"] = self.period.text()
-        if self.form:
-            out["form"] = self.form
-        return out
 
 
 @dataclass
@@ -276,42 +248,6 @@ def _replace(where: _Where, **changes: Any) -> _Where:
     values = {name: getattr(where, name) for name in _Where.__dataclass_fields__}
     values.update(changes)
     return _Where(**values)
-
-
-def tool_results(messages: Iterable[dict[str, Any]]) -> Iterator[tuple[str, str, Any, str]]:
-    """(tool_use_id, tool, input, text) of every tool result in a conversation: the
-    gateway's tools' results and the API's own (web search, web fetch)."""
-    uses: dict[str, tuple[str, Any]] = {}
-    for message in messages:
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type", "")
-            if kind in ("tool_use", "server_tool_use"):
-                uses[str(block.get("id"))] = (str(block.get("name")), block.get("input"))
-            elif kind == "tool_result" or kind.endswith("_tool_result"):
-                if block.get("is_error"):
-                    continue
-                use_id = str(block.get("tool_use_id"))
-                name, tool_input = uses.get(use_id, (kind, None))
-                yield use_id, name, tool_input, _text_of(block.get("content"))
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
-        ]
-        if texts:
-            return "\n".join(texts)
-    if content is None:
-        return ""
-    return orjson.dumps(content, default=str).decode()
 
 
 def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:
