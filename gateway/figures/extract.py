@@ -40,6 +40,8 @@ _NUMBER = re.compile(
     r"(?:(?P<x>x|×)(?![A-Za-z]))?"
     r"(?P<shares>\s(?:\w+\s)?shares\b)?"
 )
+_WORDS = frozenset({"trillion", "billion", "million", "thousand", "bn", "mn"})
+"""Scale words that make an amount without a currency sign (not "m" or "k" alone)."""
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?")
 _PER_SHARE = re.compile(r"\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
 _TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
@@ -97,58 +99,69 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+@dataclass(frozen=True)
+class _Number:
+    """A number as written: its signed value, half a unit of its last digit, where it
+    starts (its sign or currency) and where its digits end."""
+
+    value: float
+    half: float
+    start: int
+    digits_end: int
+
+
 def _figure(text: str, match: re.Match[str], scales: list[tuple[int, int, float]]) -> Stated | None:
-    num = match.group("num")
-    digits = num.replace(",", "")
-    cur, scale_word = match.group("cur"), (match.group("scale") or "").lower()
-    if not _GROUPED.fullmatch(num) and not (cur or scale_word):
+    num, cur = match.group("num"), match.group("cur")
+    word = (match.group("scale") or "").lower()
+    if not _GROUPED.fullmatch(num) and not (cur or word):
         return None  # "1,2": a list, not a figure; "$1,99 million" is a figure mistyped
-    value = float(digits)
-    decimals = len(digits.partition(".")[2])
-    half = 0.5 * 10.0**-decimals
-    pct = match.group("pct")
-    start = (
-        match.start("neg")
-        if match.group("neg")
-        else match.start("cur")
-        if cur
-        else match.start("num")
-    )
-    end = match.end()
-    minus = (match.group("neg") or "").strip() in "-−–" and bool(match.group("neg"))
-    sign = -1.0 if minus or match.group("neg2") else 1.0
-    if pct:
-        return Stated(text[start:end].strip(), start, end, sign * value, "%", half)
+    number = _number(match)
+    return _worded(text, match, number, word) or _plain(text, match, number, scales)
+
+
+def _number(match: re.Match[str]) -> _Number:
+    digits = match.group("num").replace(",", "")
+    neg = match.group("neg") or ""
+    minus = (bool(neg.strip()) and neg.strip() in "-−–") or bool(match.group("neg2"))
+    group = "neg" if neg else "cur" if match.group("cur") else "num"
+    half = 0.5 * 10.0 ** -len(digits.partition(".")[2])
+    value = -float(digits) if minus else float(digits)
+    return _Number(value, half, match.start(group), match.end("num"))
+
+
+def _worded(text: str, match: re.Match[str], n: _Number, word: str) -> Stated | None:
+    """A percentage, a ratio, or an amount with a scale word."""
+    start, end, cur = n.start, match.end(), match.group("cur")
+    if match.group("pct"):
+        return Stated(text[start:end].strip(), start, end, n.value, "%", n.half)
     if match.group("x"):
-        return Stated(text[start:end], start, end, value, "x", half)
-    if scale_word in SCALES and (
-        cur or scale_word in ("trillion", "billion", "million", "thousand", "bn", "mn")
-    ):
-        scale = SCALES[scale_word]
+        return Stated(text[start:end], start, end, abs(n.value), "x", n.half)
+    if word in SCALES and (cur or word in _WORDS):
+        scale = SCALES[word]
         unit = "shares" if match.group("shares") else _currency(cur) if cur else "number"
-        return Stated(text[start:end].strip(), start, end, sign * value * scale, unit, half * scale)
-    end = match.end("num")
+        return Stated(text[start:end].strip(), start, end, n.value * scale, unit, n.half * scale)
+    return None
+
+
+def _plain(
+    text: str, match: re.Match[str], n: _Number, scales: list[tuple[int, int, float]]
+) -> Stated | None:
+    """An amount without a scale word: in a "(in millions)" scope, scaled (and read as
+    written too); else a currency amount, or a grouped number."""
+    start, end, cur, num = n.start, n.digits_end, match.group("cur"), match.group("num")
     table = _scale_at(scales, match.start())
     if cur:
         unit = _currency(cur) + ("/share" if _PER_SHARE.match(text, end) else "")
         if table and not unit.endswith("/share"):
-            return Stated(
-                text[start:end],
-                start,
-                end,
-                sign * value * table,
-                unit,
-                half * table,
-                (sign * value,),
-            )
-        return Stated(text[start:end], start, end, sign * value, unit, half)
-    if table and (len(digits) >= 3 or "." in digits or _in_row(text, match.start())):
-        first = match.start("neg") if match.group("neg") else match.start("num")
-        value *= sign
-        return Stated(text[first:end], first, end, value * table, "number", half * table, (value,))
+            scaled = n.value * table
+            return Stated(text[start:end], start, end, scaled, unit, n.half * table, (n.value,))
+        return Stated(text[start:end], start, end, n.value, unit, n.half)
+    if table and (len(num) >= 3 or "." in num or _in_row(text, match.start())):
+        scaled = n.value * table
+        return Stated(text[start:end], start, end, scaled, "number", n.half * table, (n.value,))
     if "," in num:
         unit = "shares" if match.group("shares") else "number"
-        return Stated(num, match.start("num"), end, value, unit, half)
+        return Stated(num, match.start("num"), end, abs(n.value), unit, n.half)
     return None
 
 
