@@ -35,8 +35,9 @@ class Ending:
     turns: int
     usage: dict[str, int]
     request_id: str
-    annotate: Callable[[Final], Event] | None = None
-    """The figure check (runs/figures.py): given `final`, the `figures` event before it."""
+    annotate: Callable[[Final], Event | None] | None = None
+    """The figure check (runs/figures.py): given `final`, the `figures` event before it
+    (None: the answer has no figures)."""
 
 
 async def end_run(
@@ -73,10 +74,12 @@ def _terminal(
         return internal_error(exc, ending.request_id)
 
 
-def _append_figures(run: Run, annotate: Callable[[Final], Event], final: Final) -> None:
+def _append_figures(run: Run, annotate: Callable[[Final], Event | None], final: Final) -> None:
     """The figure check's event; a check that fails costs the run nothing but the event."""
     try:
-        run.log.append(annotate(final))
+        event = annotate(final)
+        if event is not None:
+            run.log.append(event)
     except Exception:
         log.exception("checking the figures of run %s failed", run.id)
 

@@ -12,8 +12,9 @@ from gateway import events, figures
 from gateway.events import Event, Final
 from gateway.ops.observe import RunObserver
 
-Annotate = Callable[[Final], Event]
-"""Given `final`: sets its `figures` counts and returns the `figures` event."""
+Annotate = Callable[[Final], Event | None]
+"""Given `final`: sets its `figures` counts and returns the `figures` event (None for an
+answer without figures: `final.figures` says so with its zeros)."""
 
 
 def annotator(
@@ -23,16 +24,16 @@ def annotator(
     return functools.partial(_annotate, messages, observer) if enabled else None
 
 
-def _annotate(messages: list[dict[str, Any]], observer: RunObserver, final: Final) -> Event:
+def _annotate(messages: list[dict[str, Any]], observer: RunObserver, final: Final) -> Event | None:
     answer = final["result"]
     report = figures.check(answer, figures.build(messages), question(messages))
     if final["outcome"] != "completed":
         _drop_cut_off(report, answer)
     counts = report.counts()
     event = events.figures([c.public() for c in report.figures], counts)
-    final["figures"] = counts
     observer.count_figures(final["model"], counts)
-    return event
+    final["figures"] = counts  # last: a check that raised leaves `final` as it was
+    return event if report.figures else None
 
 
 def _drop_cut_off(report: figures.Report, answer: str) -> None:

@@ -12,8 +12,11 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient
 
+from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
+from gateway.runs.loop import LoopDeps
+from gateway.runs.run import Run, RunRequest
 from tests.conftest import settings_for, stream
 from tests.demo.conftest import Client, DemoFactory
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
@@ -165,3 +168,29 @@ async def batch_results(client: Client, batch_id: str) -> list[dict[str, Any]]:
             await asyncio.sleep(0.05)
     body = await (await client.get(f"/api/batches/{batch_id}/results")).read()
     return [orjson.loads(line) for line in body.splitlines()]
+
+
+async def test_no_figures_no_event_and_a_failing_check_costs_only_the_event(
+    fake: FakeAnthropic, gateway: Client
+) -> None:
+    fake.add(Reply([Text("Hello there, researcher.")]))
+    events = await stream(gateway, query="hi")
+    assert [e["type"] for e in events[-2:]] == ["turn_complete", "final"]
+    assert events[-1]["figures"] == {"sourced": 0, "derived": 0, "unsourced": 0, "other_period": 0}
+    manager = gateway.app[keys.RUNS]
+    make = manager.factory.deps
+
+    def broken(run: Run, request: RunRequest, endpoint: str, parent: Any) -> LoopDeps:
+        made = make(run, request, endpoint, parent)
+        made.observer.count_figures = _raise  # type: ignore[method-assign]
+        return made
+
+    manager.factory.deps = broken
+    fake.add(Reply([Text("Revenue was $5.2 billion.")]))
+    events = await stream(gateway, query="revenue?")
+    assert [e["type"] for e in events[-2:]] == ["turn_complete", "final"]
+    assert events[-1]["result"] == "Revenue was $5.2 billion." and "figures" not in events[-1]
+
+
+def _raise(*_: Any) -> None:
+    raise RuntimeError("injected")
