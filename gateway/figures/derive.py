@@ -1,10 +1,11 @@
-"""Values derived from two sourced figures: growth, margin or share, difference, sum.
+"""Values derived from two sourced figures: growth (yearly or compounded), margin or share,
+difference, sum.
 
 Only pairs that make sense are tried (not every pair of numbers in the run, which would
 find any percentage somewhere). The pool: the sourced figures the answer states near this
 one, and the facts of the periods and companies its sentence names. A growth rate: one
 concept of one company between a period of the pool and one a year apart (or another of
-the pool). A margin or a share: two concepts of one company for the same period, one of
+the pool), and compounded a year between two of those two or more years apart. A margin or a share: two concepts of one company for the same period, one of
 them in the pool. A sum or a difference: two figures the answer states near it (an
 amount has too many chance sums otherwise).
 """
@@ -103,6 +104,15 @@ def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Sour
         for a, b in permutations(series, 2):
             if b.value and a.period != b.period:
                 yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
+                yield from _compounded(a, b)
+
+
+def _compounded(a: Source, b: Source) -> Iterator[tuple[str, Source, Source, float]]:
+    """The yearly rate compounded from `b` to a later `a` two or more years on."""
+    assert a.period is not None and b.period is not None
+    years = round((a.period.end - b.period.end).days / 365.25)
+    if years >= 2 and a.value > 0 and b.value > 0:
+        yield f"cagr{years}", a, b, ((a.value / b.value) ** (1 / years) - 1) * 100
 
 
 def _ratios(
@@ -124,6 +134,8 @@ def _formula(kind: str, a: Source, b: Source) -> str:
     name_a, name_b = _name(a), _name(b)
     if kind == "growth":
         return f"({name_a} − {name_b}) ÷ {name_b}"
+    if kind.startswith("cagr"):
+        return f"({name_a} ÷ {name_b})^(1/{kind[4:]}) − 1"
     if kind == "ratio":
         return f"{name_a} ÷ {name_b}"
     if kind == "difference":

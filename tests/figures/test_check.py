@@ -94,6 +94,15 @@ def test_the_question_names_the_period_when_the_sentence_does_not() -> None:
     }
 
 
+def test_compounded_growth() -> None:
+    found = statuses(
+        "From FY2023 to FY2025 Apple's revenue went from $383.3 billion to $416.2 billion, "
+        "about +4.2% a year compounded (not +4.5%)."
+    )
+    assert found["+4.2%"] == "derived"  # (416,161 / 383,285) ^ (1/2) - 1 = 4.20 %
+    assert found["+4.5%"] == "unsourced"
+
+
 def test_difference_of_two_stated_figures() -> None:
     found = statuses(
         "In FY2025 Apple's revenue of $416.2 billion less gross profit of $195.2 billion "
