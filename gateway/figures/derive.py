@@ -5,9 +5,10 @@ Only pairs that make sense are tried (not every pair of numbers in the run, whic
 find any percentage somewhere). The pool: the sourced figures the answer states near this
 one, and the facts of the periods and companies its sentence names. A growth rate: one
 concept of one company between a period of the pool and one a year apart (or another of
-the pool), and compounded a year between two of those two or more years apart. A margin or a share: two concepts of one company for the same period, one of
-them in the pool. A sum or a difference: two figures the answer states near it (an
-amount has too many chance sums otherwise).
+the pool), and compounded a year between two of those two or more years apart. A margin
+or a share: two concepts of one company for the same period, one of them in the pool. A
+sum or a difference: two figures the answer states near it (an amount has too many
+chance sums otherwise).
 """
 
 from __future__ import annotations
