@@ -27,7 +27,7 @@ from bench.figures_answers import COMPANIES, ERRORS, Answer, Data, load, message
 from gateway import figures
 
 FLAGGED = ("unsourced", "other_period")
-__all__ = ["COMPANIES", "ERRORS", "Score", "evaluate", "load", "timing"]
+__all__ = ["COMPANIES", "ERRORS", "Score", "Timing", "evaluate", "load", "measure"]
 
 
 @dataclass
@@ -85,9 +85,21 @@ def evaluate(data: Data, count: int, seed: int) -> Score:
     return score
 
 
-def timing(data: Data, rng: random.Random) -> list[str]:
+@dataclass
+class Timing:
+    """CPU milliseconds of each repetition: indexing the results, checking the answer."""
+
+    chars: int
+    figures: int
+    result_chars: int
+    results: int
+    build: list[float]
+    check: list[float]
+
+
+def measure(data: Data, rng: random.Random, repeat: int = 200) -> Timing:
     """The check of a ~2,000-character answer against ~200 KB of tool results."""
-    results = [r for r in data.values()]
+    results = list(data.values())
     chosen, size = [], 0
     for result in rng.sample(results, len(results)):
         if size >= 200_000:
@@ -100,21 +112,24 @@ def timing(data: Data, rng: random.Random) -> list[str]:
         if one is not None:
             answer.say(one.text + "\n\n")
             chosen += [r for r in one.results if r not in chosen]
-    answer.text = answer.text[:2_000]
-    answer.results = chosen
+    answer.text, answer.results = answer.text[:2_000], chosen
     conversation = messages(answer)
-    build, check = [], []
-    for _ in range(200):
+    timing = Timing(len(answer.text), 0, sum(len(r.content) for r in chosen), len(chosen), [], [])
+    for _ in range(repeat):
         start = time.process_time()
         index = figures.build(conversation)
         middle = time.process_time()
-        report = figures.check(answer.text, index)
-        build.append((middle - start) * 1000)
-        check.append((time.process_time() - middle) * 1000)
-    size = sum(len(r.content) for r in chosen)
+        timing.figures = len(figures.check(answer.text, index).figures)
+        timing.build.append((middle - start) * 1000)
+        timing.check.append((time.process_time() - middle) * 1000)
+    return timing
+
+
+def timing_lines(t: Timing) -> list[str]:
+    build, check = t.build, t.check
     return [
-        f"answer {len(answer.text):,} chars, {len(report.figures)} figures; tool results "
-        f"{size:,} chars in {len(chosen)} results",
+        f"answer {t.chars:,} chars, {t.figures} figures; tool results "
+        f"{t.result_chars:,} chars in {t.results} results",
         f"  index the results (once per run): median {statistics.median(build):.2f} ms, "
         f"p90 {statistics.quantiles(build, n=10)[-1]:.2f} ms",
         f"  check the answer against them: median {statistics.median(check):.2f} ms, "
@@ -132,7 +147,7 @@ async def main() -> None:
     args = parser.parse_args()
     data = await load()
     if args.timing:
-        print("\n".join(timing(data, random.Random(args.seed))))
+        print("\n".join(timing_lines(measure(data, random.Random(args.seed)))))
         return
     score = evaluate(data, args.answers, args.seed)
     print("\n".join(score.lines()))

@@ -66,7 +66,7 @@ def check(answer: str, index: SourceIndex, question: str = "") -> Report:
         if c.status == "sourced" and c.sources and c.sources[0].period is not None:
             anchors.setdefault(contexts.paragraph(c.figure.start), []).append(c.sources[0])
             everywhere.append(c.sources[0])
-    memo: Memo = {}
+    memo = Memo()
     for c in checked:
         if c.status in ("sourced", "derived") or c.figure.identifier:
             continue

@@ -13,8 +13,9 @@ chance sums otherwise).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import permutations
 
 from gateway.figures.context import Stated as Context
@@ -32,29 +33,42 @@ class Derived:
 
 
 Candidate = tuple[str, Source, Source, float]
-Memo = dict[tuple[str, Context, tuple[int, ...]], list[Candidate]]
+
+
+@dataclass
+class Memo:
+    """What one answer's check has worked out: each pool's candidates, sorted by absolute
+    value (a figure finds its own with two bisections)."""
+
+    pools: dict[tuple[str, Context, tuple[int, ...]], frozenset[int]] = field(default_factory=dict)
+    candidates: dict[tuple[str, frozenset[int]], tuple[list[float], list[Candidate]]] = field(
+        default_factory=dict
+    )
+
+    def sorted_candidates(
+        self, kind: str, unit: str, near: list[Source], context: Context, index: SourceIndex
+    ) -> tuple[list[float], list[Candidate]]:
+        anchors = [s for s in near if s.period is not None]
+        pool = anchors if kind == "amount" else _pool(anchors, context, index)
+        key = (kind, frozenset(id(s) for s in pool))
+        if key not in self.candidates:
+            found = sorted(_candidates(unit, pool, index), key=lambda c: abs(c[3]))
+            self.candidates[key] = ([abs(c[3]) for c in found], found)
+        return self.candidates[key]
 
 
 def derive(
     figure: Stated, near: list[Source], context: Context, index: SourceIndex, memo: Memo
 ) -> list[Derived]:
     """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
-    figures `near` it and the facts its context names. `memo` keeps the candidates of
-    each pool for the next figure of the same context."""
+    figures `near` it and the facts its context names."""
     if not isinstance(figure.value, float):
         return []
     target, tolerance = abs(figure.value), figure.tolerance * 1.0001 + 1e-12
     kind = figure.unit if figure.unit in ("%", "x") else "amount"
-    key = (kind, context, tuple(id(s) for s in near))
-    if key not in memo:
-        anchors = [s for s in near if s.period is not None]
-        pool = anchors if kind == "amount" else _pool(anchors, context, index)
-        memo[key] = list(_candidates(figure.unit, pool, index))
-    return [
-        Derived(_formula(how, a, b), (a, b))
-        for how, a, b, value in memo[key]
-        if abs(abs(value) - target) <= tolerance
-    ]
+    keys, found = memo.sorted_candidates(kind, figure.unit, near, context, index)
+    low, high = bisect_left(keys, target - tolerance), bisect_right(keys, target + tolerance)
+    return [Derived(_formula(how, a, b), (a, b)) for how, a, b, _ in found[low:high]]
 
 
 def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
@@ -105,7 +119,8 @@ def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Sour
         for a, b in permutations(series, 2):
             if b.value and a.period != b.period:
                 yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
-                yield from _compounded(a, b)
+                if a.period.end.year - b.period.end.year >= 2:  # type: ignore[union-attr]
+                    yield from _compounded(a, b)
 
 
 def _compounded(a: Source, b: Source) -> Iterator[tuple[str, Source, Source, float]]:
