@@ -13,7 +13,6 @@ chance sums otherwise).
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import permutations
@@ -37,23 +36,19 @@ Candidate = tuple[str, Source, Source, float]
 
 @dataclass
 class Memo:
-    """What one answer's check has worked out: each pool's candidates, sorted by absolute
-    value (a figure finds its own with two bisections)."""
+    """What one answer's check has worked out: each pool's candidate derivations (figures
+    of one sentence often share their pool)."""
 
-    pools: dict[tuple[str, Context, tuple[int, ...]], frozenset[int]] = field(default_factory=dict)
-    candidates: dict[tuple[str, frozenset[int]], tuple[list[float], list[Candidate]]] = field(
-        default_factory=dict
-    )
+    candidates: dict[tuple[str, frozenset[int]], list[Candidate]] = field(default_factory=dict)
 
-    def sorted_candidates(
+    def of(
         self, kind: str, unit: str, near: list[Source], context: Context, index: SourceIndex
-    ) -> tuple[list[float], list[Candidate]]:
+    ) -> list[Candidate]:
         anchors = [s for s in near if s.period is not None]
         pool = anchors if kind == "amount" else _pool(anchors, context, index)
         key = (kind, frozenset(id(s) for s in pool))
         if key not in self.candidates:
-            found = sorted(_candidates(unit, pool, index), key=lambda c: abs(c[3]))
-            self.candidates[key] = ([abs(c[3]) for c in found], found)
+            self.candidates[key] = list(_candidates(unit, pool, index))
         return self.candidates[key]
 
 
@@ -64,11 +59,14 @@ def derive(
     figures `near` it and the facts its context names."""
     if not isinstance(figure.value, float):
         return []
-    target, tolerance = abs(figure.value), figure.tolerance * 1.0001 + 1e-12
+    low = abs(figure.value) - figure.tolerance * 1.0001 - 1e-12
+    high = abs(figure.value) + figure.tolerance * 1.0001 + 1e-12
     kind = figure.unit if figure.unit in ("%", "x") else "amount"
-    keys, found = memo.sorted_candidates(kind, figure.unit, near, context, index)
-    low, high = bisect_left(keys, target - tolerance), bisect_right(keys, target + tolerance)
-    return [Derived(_formula(how, a, b), (a, b)) for how, a, b, _ in found[low:high]]
+    return [
+        Derived(_formula(how, a, b), (a, b))
+        for how, a, b, value in memo.of(kind, figure.unit, near, context, index)
+        if low <= abs(value) <= high
+    ]
 
 
 def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
