@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient
 
+from gateway.figures.extract import MAX_FIGURES
 from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
@@ -194,3 +195,12 @@ async def test_no_figures_no_event_and_a_failing_check_costs_only_the_event(
 
 def _raise(*_: Any) -> None:
     raise RuntimeError("injected")
+
+
+async def test_ten_thousand_figures_over_http(fake: FakeAnthropic, gateway: Client) -> None:
+    text = " ".join(f"${n}.5 million" for n in range(10_000))
+    fake.add(Reply([Text(text, chunk=50_000)]))
+    events = await stream(gateway, query="many")
+    figures, final = events[-2], events[-1]
+    assert figures["type"] == "figures" and len(figures["figures"]) == MAX_FIGURES
+    assert final["result"] == text and final["figures"]["unsourced"] == MAX_FIGURES
