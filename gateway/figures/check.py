@@ -8,8 +8,10 @@ period than the one its sentence (or the question) names; `unsourced`: neither.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from gateway.figures import extract
@@ -20,6 +22,8 @@ from gateway.figures.index import SourceIndex
 from gateway.figures.sources import Source
 
 STATUSES = ("sourced", "derived", "unsourced", "other_period")
+_CAMEL = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])")
+_COMMON = frozenset({"and", "by", "in", "of", "to", "the", "net", "used", "from", "for"})
 MAX_SOURCES = 3
 
 
@@ -89,9 +93,9 @@ def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Che
     if context.periods:
         right = [s for s in candidates if s.period is None or s.period.within(context.periods)]
         if not right:
-            return Checked(figure, "other_period", _best(candidates))
+            return Checked(figure, "other_period", _best(candidates, context.words))
         candidates = right
-    return Checked(figure, "sourced", _best(candidates))
+    return Checked(figure, "sourced", _best(candidates, context.words))
 
 
 def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
@@ -117,16 +121,28 @@ def _unit_fits(unit: str, source_unit: str | None) -> bool:
     return True
 
 
-def _best(sources: list[Source]) -> list[Source]:
-    """Facts first (they name concept, period and filing), one per tool call."""
+def _best(sources: list[Source], words: frozenset[str] = frozenset()) -> list[Source]:
+    """Facts first (they name concept, period and filing), those whose concept shares the
+    most words with the sentence first among them; one per tool call."""
     seen: set[tuple[str, str | None]] = set()
     best = []
-    for source in sorted(sources, key=lambda s: s.period is None):
+    for source in sorted(sources, key=lambda s: (s.period is None, -_shared(s.concept, words))):
         key = (source.tool_use_id, source.accession)
         if key not in seen:
             seen.add(key)
             best.append(source)
     return best[:MAX_SOURCES]
+
+
+def _shared(concept: str | None, words: frozenset[str]) -> int:
+    return len(_concept_words(concept) & words) if concept and words else 0
+
+
+@lru_cache(maxsize=1024)
+def _concept_words(concept: str) -> frozenset[str]:
+    """ "us-gaap:NetCashProvidedByUsedInOperatingActivities" -> {"cash", "operating", ...}."""
+    name = concept.rpartition(":")[2]
+    return frozenset(w.lower() for w in _CAMEL.findall(name)) - _COMMON
 
 
 def _derived(

@@ -22,6 +22,8 @@ class Stated:
     """Empty: no period named anywhere (any period will do)."""
     companies: frozenset[str]
     """CIKs named; empty: none named (any company will do)."""
+    words: frozenset[str] = frozenset()
+    """The sentence's words, lowercase (to prefer the concept it names among sources)."""
 
 
 class Contexts:
@@ -33,29 +35,36 @@ class Contexts:
         self._question = named(question)
         self._sentences = _starts(_SENTENCE_END, self._text)
         self._paragraphs = _starts(_PARAGRAPH_END, self._text)
-        self._cache: dict[tuple[int, int], tuple[frozenset[Named], frozenset[str]]] = {}
+        self._cache: dict[tuple[int, int], _Read] = {}
 
     def at(self, offset: int) -> Stated:
         sentence = self._read(self._sentences, offset)
         paragraph = self._read(self._paragraphs, offset)
-        periods = sentence[0] or paragraph[0] or self._question
-        return Stated(periods, sentence[1] or paragraph[1])
+        periods = sentence.periods or paragraph.periods or self._question
+        return Stated(periods, sentence.companies or paragraph.companies, sentence.words)
 
     def paragraph(self, offset: int) -> int:
         """Which paragraph `offset` is in."""
         return bisect_right(self._paragraphs, offset)
 
-    def _read(self, starts: list[int], offset: int) -> tuple[frozenset[Named], frozenset[str]]:
+    def _read(self, starts: list[int], offset: int) -> _Read:
         n = bisect_right(starts, offset)
         start = starts[n - 1] if n else 0
         end = starts[n] if n < len(starts) else len(self._text)
         key = (start, end)
         if key not in self._cache:
             part = self._text[start:end]
-            aliases = self._aliases
-            found = {aliases[w] for w in _WORD.findall(part.lower()) if w in aliases}
-            self._cache[key] = (named(part), frozenset(found))
+            words = frozenset(_WORD.findall(part.lower()))
+            found = frozenset(self._aliases[w] for w in words if w in self._aliases)
+            self._cache[key] = _Read(named(part), found, words)
         return self._cache[key]
+
+
+@dataclass(frozen=True)
+class _Read:
+    periods: frozenset[Named]
+    companies: frozenset[str]
+    words: frozenset[str]
 
 
 def _starts(pattern: re.Pattern[str], text: str) -> list[int]:

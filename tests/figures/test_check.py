@@ -14,7 +14,8 @@ from tests.figures.support import (
     FACTS,
     NVIDIA_REVENUE,
     conversation,
-)  # fmt: skip
+    facts_result,
+)
 
 APPLE = conversation(
     (FACTS, APPLE_REVENUE, {"company_identifier": "AAPL"}),
@@ -134,3 +135,18 @@ def test_event_fields_are_the_contracts() -> None:
             "concept": "us-gaap:Revenues", "period": "2024-09-29/2025-09-27", "form": "10-K",
         }],
     }  # fmt: skip
+
+
+def test_the_source_the_sentence_names_comes_first() -> None:
+    same = conversation(
+        (FACTS, APPLE_REVENUE, {}),
+        (FACTS, facts_result(320193, "Apple Inc.", "us-gaap:GrossProfit",
+                             [("2024-09-29", "2025-09-27", 416161000000)]), {}),
+    )  # fmt: skip
+    for sentence, concept in (
+        ("Apple's gross profit was $416.2 billion in FY2025.", "us-gaap:GrossProfit"),
+        ("Apple's revenues were $416.2 billion in FY2025.", "us-gaap:Revenues"),
+    ):
+        (checked,) = figures.check(sentence, figures.build(same)).figures
+        assert checked.status == "sourced"
+        assert checked.sources[0].concept == concept
