@@ -17,6 +17,7 @@ from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
 from gateway.runs.loop import LoopDeps
+from gateway.runs.manager import RunManager
 from gateway.runs.run import Run, RunRequest
 from tests.conftest import settings_for, stream
 from tests.demo.conftest import Client, DemoFactory
@@ -178,12 +179,12 @@ async def test_no_figures_no_event_and_a_failing_check_costs_only_the_event(
     events = await stream(gateway, query="hi")
     assert [e["type"] for e in events[-2:]] == ["turn_complete", "final"]
     assert events[-1]["figures"] == {"sourced": 0, "derived": 0, "unsourced": 0, "other_period": 0}
-    manager = gateway.app[keys.RUNS]
+    manager: RunManager = gateway.app[keys.RUNS]
     make = manager.factory.deps
 
     def broken(run: Run, request: RunRequest, endpoint: str, parent: Any) -> LoopDeps:
         made = make(run, request, endpoint, parent)
-        made.observer.count_figures = _raise  # type: ignore[method-assign]
+        setattr(made.observer, "count_figures", _raise)  # noqa: B010
         return made
 
     manager.factory.deps = broken
