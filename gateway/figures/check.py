@@ -105,9 +105,8 @@ def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
     for value in (figure.value, *figure.alternatives):
         target = abs(value)
         slack = figure.tolerance * 1.0001 + target * 1e-9
-        for source in index.between(target - slack, target + slack):
-            if source.percent == percent and _unit_fits(figure.unit, source.unit):
-                found.append(source)
+        within = index.between(target - slack, target + slack, percent)
+        found += within if percent else [s for s in within if _unit_fits(figure.unit, s.unit)]
     return found
 
 

@@ -5,10 +5,10 @@ periods, the question's."""
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from gateway.figures.periods import Named, named
+from gateway.figures.periods import Named, named, named_at
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\[(#|-])|\n")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
@@ -35,11 +35,15 @@ class Contexts:
         self._question = named(question)
         self._sentences = _starts(_SENTENCE_END, self._text)
         self._paragraphs = _starts(_PARAGRAPH_END, self._text)
-        self._cache: dict[tuple[int, int], _Read] = {}
+        found = named_at(self._text)
+        self._period_at = [at for at, _ in found]
+        self._periods = [period for _, period in found]
+        self._cache: dict[int, _Read] = {}
+        """Sentence n at n, paragraph n at -1 - n."""
 
     def at(self, offset: int) -> Stated:
-        sentence = self._read(self._sentences, offset)
-        paragraph = self._read(self._paragraphs, offset)
+        sentence = self._sentence(bisect_right(self._sentences, offset) - 1)
+        paragraph = self._paragraph(bisect_right(self._paragraphs, offset) - 1)
         periods = sentence.periods or paragraph.periods or self._question
         return Stated(periods, sentence.companies or paragraph.companies, sentence.words)
 
@@ -47,17 +51,30 @@ class Contexts:
         """Which paragraph `offset` is in."""
         return bisect_right(self._paragraphs, offset)
 
-    def _read(self, starts: list[int], offset: int) -> _Read:
-        n = bisect_right(starts, offset)
-        start = starts[n - 1] if n else 0
-        end = starts[n] if n < len(starts) else len(self._text)
-        key = (start, end)
-        if key not in self._cache:
-            part = self._text[start:end]
+    def _sentence(self, n: int) -> _Read:
+        starts = self._sentences
+        if n not in self._cache:
+            end = starts[n + 1] if n + 1 < len(starts) else len(self._text)
+            part = self._text[starts[n] : end]
             words = frozenset(_WORD.findall(part.lower()))
             found = frozenset(self._aliases[w] for w in words if w in self._aliases)
-            self._cache[key] = _Read(named(part), found, words)
-        return self._cache[key]
+            periods = self._periods[
+                bisect_left(self._period_at, starts[n]) : bisect_left(self._period_at, end)
+            ]
+            self._cache[n] = _Read(frozenset(periods), found, words)
+        return self._cache[n]
+
+    def _paragraph(self, n: int) -> _Read:
+        """What the sentences of paragraph `n` name together."""
+        if -1 - n not in self._cache:
+            end = self._paragraphs[n + 1] if n + 1 < len(self._paragraphs) else len(self._text)
+            first = bisect_right(self._sentences, self._paragraphs[n]) - 1
+            last = bisect_right(self._sentences, end - 1)
+            reads = [self._sentence(k) for k in range(first, last)]
+            periods = frozenset().union(*(r.periods for r in reads))
+            companies = frozenset().union(*(r.companies for r in reads))
+            self._cache[-1 - n] = _Read(periods, companies, frozenset())
+        return self._cache[-1 - n]
 
 
 @dataclass(frozen=True)

@@ -61,18 +61,22 @@ class SourceIndex:
     after, for quarters named by fiscal years)."""
     series: dict[tuple[str | None, str, int, bool], list[Source]] = field(default_factory=dict)
     """(company, concept, year the period ends in, longer than 300 days) -> its facts."""
-    _keys: list[float] = field(default_factory=list)
-    _sorted: list[Source] = field(default_factory=list)
+    _keys: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
+    """Absolute values, sorted: of amounts and other numbers; of percentages."""
+    _sorted: tuple[list[Source], list[Source]] = field(default_factory=lambda: ([], []))
     _text_chars: int = 0
 
-    def between(self, low: float, high: float) -> list[Source]:
-        """Sources whose absolute value is in [low, high]."""
-        keys = self._keys
-        return self._sorted[bisect_left(keys, low) : bisect_right(keys, high)]
+    def between(self, low: float, high: float, percent: bool = False) -> list[Source]:
+        """Sources whose absolute value is in [low, high]: percentages, or the others."""
+        keys, found = self._keys[percent], self._sorted[percent]
+        return found[bisect_left(keys, low) : bisect_right(keys, high)]
 
     def finish(self) -> SourceIndex:
-        self._sorted = sorted(self.sources, key=lambda s: abs(s.value))
-        self._keys = [abs(s.value) for s in self._sorted]
+        ordered = sorted(self.sources, key=lambda s: abs(s.value))
+        amounts = [s for s in ordered if not s.percent]
+        percents = [s for s in ordered if s.percent]
+        self._sorted = (amounts, percents)
+        self._keys = ([abs(s.value) for s in amounts], [abs(s.value) for s in percents])
         for key in self.by_period:
             for year in (key[1].end.year, key[1].end.year - 1):
                 self.by_year.setdefault(year, []).append(key)

@@ -38,14 +38,19 @@ class Named:
 
 def named(text: str) -> frozenset[Named]:
     """The periods `text` names; a filing's date ("filed 2024-11-01") names none."""
-    found = set()
+    return frozenset(period for _, period in named_at(text))
+
+
+def named_at(text: str) -> list[tuple[int, Named]]:
+    """Each period `text` names, with where."""
+    found = []
     for match in _PERIOD.finditer(text):
         if _FILED.search(text, max(0, match.start() - 14), match.start()):
             continue
         period = _period(match)
         if period is not None:
-            found.add(period)
-    return frozenset(found)
+            found.append((match.start(), period))
+    return found
 
 
 def _period(match: re.Match[str]) -> Named | None:
