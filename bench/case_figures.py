@@ -25,8 +25,12 @@ async def figure_check(bench: Bench) -> None:
     what = f"{timing.chars:,}-char answer, {timing.figures} figures, {timing.result_chars:,} chars"
     bench.add(
         Row(
-            "14", f"figure check: {what} of tool results (CPU, median)", check, "ms",
-            target=f"<= {TARGET_MS:g} ms", passed=check <= TARGET_MS,
+            "14",
+            f"figure check: {what} of tool results (CPU, median)",
+            check,
+            "ms",
+            target=f"<= {TARGET_MS:g} ms",
+            passed=check <= TARGET_MS,
             note=f"indexing the results, once per run: {build:.2f} ms",
         )
-    )  # fmt: skip
+    )

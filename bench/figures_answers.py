@@ -4,29 +4,42 @@ one planted error."""
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from bench.figures_formats import money, mutate_digits, still_right
 from tools import ToolContext, ToolsConfig, open_toolset
 
 COMPANIES = (
-    ("AAPL", "Apple"), ("NVDA", "NVIDIA"), ("TSLA", "Tesla"), ("GOOGL", "Alphabet"),
-    ("SNOW", "Snowflake"), ("MRVL", "Marvell"),
-)  # fmt: skip
+    ("AAPL", "Apple"),
+    ("NVDA", "NVIDIA"),
+    ("TSLA", "Tesla"),
+    ("GOOGL", "Alphabet"),
+    ("SNOW", "Snowflake"),
+    ("MRVL", "Marvell"),
+)
 LABELS = {
-    "revenue": "revenue", "gross_profit": "gross profit", "operating_income": "operating income",
-    "net_income": "net income", "research_and_development": "R&D expense",
-    "operating_cash_flow": "operating cash flow", "capital_expenditures": "capital expenditures",
-}  # fmt: skip
+    "revenue": "revenue",
+    "gross_profit": "gross profit",
+    "operating_income": "operating income",
+    "net_income": "net income",
+    "research_and_development": "R&D expense",
+    "operating_cash_flow": "operating cash flow",
+    "capital_expenditures": "capital expenditures",
+}
 ERRORS = (
-    "other_period", "wrong_scale", "transposed", "dropped_digit", "wrong_rounding", "invented",
-    "growth_off", "wrong_company",
-)  # fmt: skip
-FLAGGED = ("unsourced", "other_period")
+    "other_period",
+    "wrong_scale",
+    "transposed",
+    "dropped_digit",
+    "wrong_rounding",
+    "invented",
+    "growth_off",
+    "wrong_company",
+)
 
 
 @dataclass
@@ -78,56 +91,6 @@ class Answer:
         self.text += text
 
 
-def money(value: float, rng: random.Random, style: int | None = None) -> str:
-    style = rng.randrange(6) if style is None else style
-    big = abs(value) >= 1e9
-    scale, word, short = (1e9, "billion", "B") if big else (1e6, "million", "M")
-    sign = "-" if value < 0 else ""
-    v = abs(value) / scale
-    return [
-        f"{sign}${v:,.1f} {word}",
-        f"{sign}${v:,.2f} {word}",
-        f"{sign}${abs(value) / 1e6:,.0f} million",
-        f"{sign}${v:,.1f}{short}",
-        f"{sign}US${v:,.1f} {word}",
-        f"{sign}${v:,.3f} {word}",
-    ][style]
-
-
-def still_right(shown: str, value: float) -> bool:
-    """Whether `shown` (as `money` writes it) still reads as `value`, within its rounding:
-    a mutation that leaves it so plants no error."""
-    text = shown.replace("US$", "").replace("$", "").replace(",", "").lstrip("-")
-    number, _, word = text.partition(" ")
-    scale = {"billion": 1e9, "million": 1e6}.get(word, 1.0)
-    if number[-1:] in ("B", "M"):
-        number, scale = number[:-1], 1e9 if number[-1] == "B" else 1e6
-    decimals = len(number.partition(".")[2])
-    try:
-        return abs(float(number) * scale - abs(value)) <= 0.5 * 10.0**-decimals * scale * 1.001
-    except ValueError:
-        return False
-
-
-def _mutate_digits(text: str, rng: random.Random, kind: str) -> str | None:
-    digits = [i for i, c in enumerate(text) if c.isdigit()]
-    if kind == "transposed":
-        pairs = [(a, b) for a, b in itertools.pairwise(digits) if b == a + 1 and text[a] != text[b]]
-        if not pairs:
-            return None
-        a, b = rng.choice(pairs)
-        return text[:a] + text[b] + text[a] + text[b + 1 :]
-    if kind == "dropped_digit" and len(digits) >= 3:
-        i = rng.choice(digits[1:])
-        return text[:i] + text[i + 1 :]
-    if kind == "wrong_rounding":
-        i = digits[-1]
-        last = int(text[i])
-        new = last + rng.choice((-1, 1)) if 0 < last < 9 else (1 if last == 0 else 8)
-        return text[:i] + str(new) + text[i + 1 :]
-    return None
-
-
 def write(data: Data, rng: random.Random, error: str | None) -> Answer | None:
     ticker, name = rng.choice(COMPANIES)
     concepts = [c for c in LABELS if (ticker, c) in data]
@@ -159,9 +122,12 @@ def write(data: Data, rng: random.Random, error: str | None) -> Answer | None:
 
 
 def _planted(
-    data: Data, rng: random.Random, error: str, where: tuple[str, str, int, str | None],
+    data: Data,
+    rng: random.Random,
+    error: str,
+    where: tuple[str, str, int, str | None],
     style: int,
-) -> str | None:  # fmt: skip
+) -> str | None:
     """The first figure with `error` planted (None: this answer cannot carry it)."""
     ticker, concept, year, other = where
     rows = data[(ticker, concept)].annual
@@ -176,13 +142,20 @@ def _planted(
     if error == "wrong_company":
         assert other is not None
         return money(data[(other, concept)].annual[year]["value"], rng, style)
-    return _mutate_digits(money(value, rng, style), rng, error)
+    return mutate_digits(money(value, rng, style), rng, error)
 
 
 def _sentences(
-    answer: Answer, data: Data, rng: random.Random, error: str | None, ticker: str, name: str,
-    year: int, concepts: tuple[str, str, str], other: str | None,
-) -> bool:  # fmt: skip
+    answer: Answer,
+    data: Data,
+    rng: random.Random,
+    error: str | None,
+    ticker: str,
+    name: str,
+    year: int,
+    concepts: tuple[str, str, str],
+    other: str | None,
+) -> bool:
     first, second, third = concepts
     row = data[(ticker, first)].annual[year]
     value, prior = row["value"], data[(ticker, first)].annual[year - 1]["value"]
@@ -213,9 +186,15 @@ def _sentences(
 
 
 def _extras(
-    answer: Answer, data: Data, rng: random.Random, ticker: str, name: str, year: int,
-    concepts: tuple[str, str, str], other: str | None,
-) -> None:  # fmt: skip
+    answer: Answer,
+    data: Data,
+    rng: random.Random,
+    ticker: str,
+    name: str,
+    year: int,
+    concepts: tuple[str, str, str],
+    other: str | None,
+) -> None:
     first, second, third = concepts
     a, b = data[(ticker, second)].annual[year]["value"], data[(ticker, first)].annual[year]["value"]
     if b and rng.random() < 0.7:
@@ -244,9 +223,16 @@ def _extras(
 
 
 def messages(answer: Answer) -> list[dict[str, Any]]:
-    uses = [{"type": "tool_use", "id": r.tool_use_id, "name": "get_sec_company_facts",
-             "input": r.input} for r in answer.results]  # fmt: skip
-    results = [{"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content}
-               for r in answer.results]  # fmt: skip
-    return [{"role": "user", "content": "question"}, {"role": "assistant", "content": uses},
-            {"role": "user", "content": results}]  # fmt: skip
+    uses = [
+        {"type": "tool_use", "id": r.tool_use_id, "name": "get_sec_company_facts", "input": r.input}
+        for r in answer.results
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content}
+        for r in answer.results
+    ]
+    return [
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": uses},
+        {"role": "user", "content": results},
+    ]

@@ -50,10 +50,8 @@ async def drive(question: Question, config: LoopConfig, deps: LoopDeps, on_turn:
     def build_final(duration_ms: float) -> Event:
         return _final(run, config, state, outcome, duration_ms, observer.trace_id)
 
-    ending = Ending(
-        outcome, terminal, state.turns, state.usage, request.request_id,
-        annotator(deps.figure_check, state.messages, observer),
-    )  # fmt: skip
+    annotate = annotator(deps.figure_check, state.messages, observer)
+    ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id, annotate)
     await end_run(run, ending, observer, build_final, None)
 
 

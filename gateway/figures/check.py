@@ -39,10 +39,15 @@ class Checked:
         f = self.figure
         value = round(f.value, 10) if isinstance(f.value, float) else f.value
         return {
-            "text": f.text, "start": f.start, "end": f.end, "value": value, "unit": f.unit,
-            "status": self.status, "sources": [s.public() for s in self.sources[:MAX_SOURCES]],
+            "text": f.text,
+            "start": f.start,
+            "end": f.end,
+            "value": value,
+            "unit": f.unit,
+            "status": self.status,
+            "sources": [s.public() for s in self.sources[:MAX_SOURCES]],
             "formula": self.formula,
-        }  # fmt: skip
+        }
 
 
 @dataclass

@@ -12,11 +12,19 @@ import re
 from dataclasses import dataclass
 
 SCALES = {
-    "trillion": 1e12, "tn": 1e12, "t": 1e12,
-    "billion": 1e9, "bn": 1e9, "b": 1e9,
-    "million": 1e6, "mn": 1e6, "mm": 1e6, "m": 1e6,
-    "thousand": 1e3, "k": 1e3,
-}  # fmt: skip
+    "trillion": 1e12,
+    "tn": 1e12,
+    "t": 1e12,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "million": 1e6,
+    "mn": 1e6,
+    "mm": 1e6,
+    "m": 1e6,
+    "thousand": 1e3,
+    "k": 1e3,
+}
 MAX_FIGURES = 2_000
 """Figures checked per answer; an answer with more has the rest left out (and says so by
 its count)."""

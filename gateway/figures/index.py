@@ -22,6 +22,7 @@ import orjson
 from gateway.figures.conversation import tool_results
 from gateway.figures.periods import Span, span
 from gateway.figures.sources import Source
+from gateway.figures.where import Where
 
 _TEXT_NUMBER = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,]\d)"
@@ -32,10 +33,22 @@ _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 _WORD_SCALE = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3}
-_SKIP_KEYS = frozenset({
-    "description", "url", "filed", "start", "end", "frame", "fy", "fp", "cik",
-    "accession_number", "accn", "accessionNumber",
-})  # fmt: skip
+_SKIP_KEYS = frozenset(
+    {
+        "description",
+        "url",
+        "filed",
+        "start",
+        "end",
+        "frame",
+        "fy",
+        "fp",
+        "cik",
+        "accession_number",
+        "accn",
+        "accessionNumber",
+    }
+)
 _GENERIC = frozenset({"the", "first", "american", "general", "united", "international", "new"})
 MAX_TEXT_CHARS = 400_000
 """Characters of text results scanned for numbers per run."""
@@ -99,7 +112,7 @@ class SourceIndex:
         if data is None:
             self._text(tool_use_id, tool, content, None)
         else:
-            self._walk(data, _Where(tool_use_id, tool))
+            self._walk(data, Where(tool_use_id, tool))
         self._alias_input(tool_input, self.sources[before:])
 
     def _alias_input(self, tool_input: Any, added: list[Source]) -> None:
@@ -111,7 +124,7 @@ class SourceIndex:
         if isinstance(asked, str) and len(companies) == 1 and asked.isalpha() and len(asked) <= 6:
             self.aliases.setdefault(asked.lower(), companies.pop())
 
-    def _walk(self, node: Any, where: _Where) -> None:
+    def _walk(self, node: Any, where: Where) -> None:
         if isinstance(node, dict):
             self._walk_object(node, where)
         elif isinstance(node, list):
@@ -124,7 +137,7 @@ class SourceIndex:
             source = Source(where.tool_use_id, where.tool, float(node), company=where.company)
             self.sources.append(source)
 
-    def _walk_object(self, node: dict[str, Any], where: _Where) -> None:
+    def _walk_object(self, node: dict[str, Any], where: Where) -> None:
         value = node.get("value", node.get("val"))
         if isinstance(value, (int, float)) and not isinstance(value, bool) and "end" in node:
             period = span(node.get("start"), node["end"])
@@ -170,7 +183,7 @@ class SourceIndex:
         if identifier not in self.identifiers:
             self.identifiers[identifier] = source
 
-    def _fact(self, node: dict[str, Any], value: float, where: _Where, period: Span) -> None:
+    def _fact(self, node: dict[str, Any], value: float, where: Where, period: Span) -> None:
         """An XBRL fact: a value with its period (and the values it restated)."""
         accession = node.get("accession_number") or node.get("accn") or where.accession
         company = where.company
@@ -179,10 +192,16 @@ class SourceIndex:
             self.add_company(company, node.get("entity"), where)
         form = node.get("form") or where.form
         source = Source(
-            where.tool_use_id, where.tool, value, where.concept, period,
+            where.tool_use_id,
+            where.tool,
+            value,
+            where.concept,
+            period,
             form if isinstance(form, str) else None,
-            accession if isinstance(accession, str) else None, company, where.unit,
-        )  # fmt: skip
+            accession if isinstance(accession, str) else None,
+            company,
+            where.unit,
+        )
         self.sources.append(source)
         self.facts[(company, where.concept or "")].append(source)
         self.by_period[(company, period)].append(source)
@@ -193,7 +212,7 @@ class SourceIndex:
             if isinstance(sub, dict) and isinstance(sub.get("value"), (int, float)):
                 self._fact(sub, float(sub["value"]), where, period)
 
-    def add_company(self, cik: str, name: object, where: _Where | None = None) -> None:
+    def add_company(self, cik: str, name: object, where: Where | None = None) -> None:
         if where is not None:
             self.identify(cik, Source(where.tool_use_id, where.tool, 0.0, company=cik))
         if not isinstance(name, str) or not name:
@@ -203,55 +222,6 @@ class SourceIndex:
         words = clean.split()
         if words and len(words[0]) >= 3 and words[0] not in _GENERIC:
             self.aliases.setdefault(words[0], cik)
-
-
-@dataclass(frozen=True, slots=True)
-class _Where:
-    """What the enclosing objects of a JSON value say about it."""
-
-    tool_use_id: str
-    tool: str
-    concept: str | None = None
-    unit: str | None = None
-    company: str | None = None
-    form: str | None = None
-    accession: str | None = None
-
-    def with_unit(self, unit: str) -> _Where:
-        return _replace(self, unit=unit)
-
-    def inside(self, node: dict[str, Any], index: SourceIndex) -> _Where:
-        changes: dict[str, Any] = {}
-        company = node.get("company")
-        if isinstance(company, dict) and company.get("cik") is not None:
-            changes["company"] = str(company["cik"]).lstrip("0")
-            index.add_company(changes["company"], company.get("name"), self)
-        elif node.get("cik") is not None and str(node["cik"]).isdigit():
-            changes["company"] = str(node["cik"]).lstrip("0")
-            index.add_company(changes["company"], node.get("entity") or node.get("name"), self)
-        concept = node.get("concept")
-        if isinstance(concept, str):
-            taxonomy = node.get("taxonomy")
-            changes["concept"] = (
-                f"{taxonomy}:{concept}"
-                if isinstance(taxonomy, str) and ":" not in concept
-                else concept
-            )
-        if isinstance(node.get("unit"), str):
-            changes["unit"] = node["unit"]
-        if isinstance(node.get("form"), str):
-            changes["form"] = node["form"]
-        accession = node.get("accession_number") or node.get("accn") or node.get("accessionNumber")
-        if isinstance(accession, str):
-            changes["accession"] = accession
-            index.identify(accession, Source(self.tool_use_id, self.tool, 0.0, accession=accession))
-        return _replace(self, **changes) if changes else self
-
-
-def _replace(where: _Where, **changes: Any) -> _Where:
-    values = {name: getattr(where, name) for name in _Where.__dataclass_fields__}
-    values.update(changes)
-    return _Where(**values)
 
 
 def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:

@@ -14,7 +14,7 @@ from tests.browser.harness import (
     open_playground,
     screenshot,
     wait_for_outcome,
-)  # fmt: skip
+)
 from tests.fakes.anthropic import Reply, Text
 
 if TYPE_CHECKING:
@@ -61,6 +61,9 @@ async def test_an_unsourced_figure_is_marked(page: Page, gateway_factory: StartG
     assert await wait_for_outcome(page) == "completed"
     (mark,) = await marks(page)
     assert mark == {
-        "tag": "MARK", "text": "$5.2 billion", "status": "unsourced", "href": None,
+        "tag": "MARK",
+        "text": "$5.2 billion",
+        "status": "unsourced",
+        "href": None,
         "title": "Unsourced: no tool result of this run holds this figure",
-    }  # fmt: skip
+    }

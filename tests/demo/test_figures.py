@@ -16,10 +16,14 @@ from tools import Toolset
 
 
 def conversation(question: str, said: Answer) -> list[dict[str, Any]]:
-    uses = [{"type": "tool_use", "id": f"toolu_{n}", "name": call.name, "input": call.input}
-            for n, call in enumerate(said.calls)]  # fmt: skip
-    results = [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": content}
-               for n, content in enumerate(said.results)]  # fmt: skip
+    uses = [
+        {"type": "tool_use", "id": f"toolu_{n}", "name": call.name, "input": call.input}
+        for n, call in enumerate(said.calls)
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": content}
+        for n, content in enumerate(said.results)
+    ]
     return [
         {"role": "user", "content": question},
         {"role": "assistant", "content": uses},

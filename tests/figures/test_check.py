@@ -41,9 +41,15 @@ def test_what_counts_as_a_figure() -> None:
     )
     found = {f.text: f for f in extract.figures(text)}
     assert set(found) == {
-        "$416.2 billion", "6.4%", "$7.46", "15.1 billion shares", "1.9x", "12,345",
-        "0000320193-25-000079", "CIK 0000320193",
-    }  # fmt: skip
+        "$416.2 billion",
+        "6.4%",
+        "$7.46",
+        "15.1 billion shares",
+        "1.9x",
+        "12,345",
+        "0000320193-25-000079",
+        "CIK 0000320193",
+    }
     assert found["$416.2 billion"].value == 416.2e9
     assert found["$416.2 billion"].tolerance == 0.05e9
     assert found["$7.46"].unit == "USD/share"
@@ -79,11 +85,15 @@ def test_rounding_shown_is_the_tolerance() -> None:
         "$416.1 billion, $416.17 billion, $0.4 trillion, $420 billion."
     )
     assert found == {
-        "$416.16 billion": "sourced", "$416.2 billion": "sourced", "$416 billion": "sourced",
-        "$416,161 million": "sourced", "$0.4 trillion": "sourced",
-        "$416.1 billion": "unsourced", "$416.17 billion": "unsourced",
+        "$416.16 billion": "sourced",
+        "$416.2 billion": "sourced",
+        "$416 billion": "sourced",
+        "$416,161 million": "sourced",
+        "$0.4 trillion": "sourced",
+        "$416.1 billion": "unsourced",
+        "$416.17 billion": "unsourced",
         "$420 billion": "unsourced",
-    }  # fmt: skip
+    }
 
 
 def test_the_question_names_the_period_when_the_sentence_does_not() -> None:
@@ -128,21 +138,40 @@ def test_event_fields_are_the_contracts() -> None:
     assert fields["counts"] == {"sourced": 1, "derived": 0, "unsourced": 0, "other_period": 0}
     (figure,) = fields["figures"]
     assert figure == {
-        "text": "$416.2 billion", "start": 12, "end": 26, "value": 416.2e9, "unit": "USD",
-        "status": "sourced", "formula": None,
-        "sources": [{
-            "tool_use_id": "toolu_0", "tool": FACTS, "accession": "0000320193-25-000079",
-            "concept": "us-gaap:Revenues", "period": "2024-09-29/2025-09-27", "form": "10-K",
-        }],
-    }  # fmt: skip
+        "text": "$416.2 billion",
+        "start": 12,
+        "end": 26,
+        "value": 416.2e9,
+        "unit": "USD",
+        "status": "sourced",
+        "formula": None,
+        "sources": [
+            {
+                "tool_use_id": "toolu_0",
+                "tool": FACTS,
+                "accession": "0000320193-25-000079",
+                "concept": "us-gaap:Revenues",
+                "period": "2024-09-29/2025-09-27",
+                "form": "10-K",
+            }
+        ],
+    }
 
 
 def test_the_source_the_sentence_names_comes_first() -> None:
     same = conversation(
         (FACTS, APPLE_REVENUE, {}),
-        (FACTS, facts_result(320193, "Apple Inc.", "us-gaap:GrossProfit",
-                             [("2024-09-29", "2025-09-27", 416161000000)]), {}),
-    )  # fmt: skip
+        (
+            FACTS,
+            facts_result(
+                320193,
+                "Apple Inc.",
+                "us-gaap:GrossProfit",
+                [("2024-09-29", "2025-09-27", 416161000000)],
+            ),
+            {},
+        ),
+    )
     for sentence, concept in (
         ("Apple's gross profit was $416.2 billion in FY2025.", "us-gaap:GrossProfit"),
         ("Apple's revenues were $416.2 billion in FY2025.", "us-gaap:Revenues"),

@@ -39,11 +39,14 @@ def test_tables_take_their_scale_note() -> None:
     report = figures.check(answer, figures.build(APPLE))
     got = [(c.figure.text, c.figure.value, c.status) for c in report.figures]
     assert got == [
-        ("416,161", 416161e6, "sourced"), ("391,035", 391035e6, "sourced"),
-        ("195,201", 195201e6, "sourced"), ("180,683", 180683e6, "sourced"),
-        ("1,234", 1234e6, "unsourced"), ("12", 12e6, "unsourced"),
+        ("416,161", 416161e6, "sourced"),
+        ("391,035", 391035e6, "sourced"),
+        ("195,201", 195201e6, "sourced"),
+        ("180,683", 180683e6, "sourced"),
+        ("1,234", 1234e6, "unsourced"),
+        ("12", 12e6, "unsourced"),
         ("416,161", 416161.0, "unsourced"),
-    ]  # fmt: skip
+    ]
 
 
 def test_code_blocks_are_text_like_any_other() -> None:
@@ -60,11 +63,15 @@ def test_results_that_are_not_json() -> None:
         ("blob", "", {}),
     )
     messages[2]["content"].append(
-        {"type": "tool_result", "tool_use_id": "toolu_x", "content": [
-            {"type": "text", "text": "Cash was $29.9 billion."},
-            {"type": "image", "source": {"type": "base64", "data": "AAAA"}},
-        ]}
-    )  # fmt: skip
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_x",
+            "content": [
+                {"type": "text", "text": "Cash was $29.9 billion."},
+                {"type": "image", "source": {"type": "base64", "data": "AAAA"}},
+            ],
+        }
+    )
     messages[2]["content"].append(
         {
             "type": "tool_result",
@@ -79,10 +86,13 @@ def test_results_that_are_not_json() -> None:
     )
     report = figures.check(answer, figures.build(messages))
     assert {c.figure.text: c.status for c in report.figures} == {
-        "$416.2 billion": "sourced", "46.9%": "sourced", "$391,035 million": "sourced",
-        "$383.3 billion": "sourced", "$29.9 billion": "sourced",
+        "$416.2 billion": "sourced",
+        "46.9%": "sourced",
+        "$391,035 million": "sourced",
+        "$383.3 billion": "sourced",
+        "$29.9 billion": "sourced",
         "$777 billion": "unsourced",  # an error result is no source
-    }  # fmt: skip
+    }
     sources = [s.public() for s in report.figures[0].sources]  # the text, the note's scale
     assert sorted(sources, key=str) == [
         {"tool_use_id": "toolu_0", "tool": "fetch"},

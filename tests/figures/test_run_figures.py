@@ -76,18 +76,27 @@ async def test_each_figure_is_traced_to_the_fact_it_came_from(
     for figure in figures["figures"]:
         assert result[figure["start"] : figure["end"]] == figure["text"]
         assert set(figure) == {
-            "text", "start", "end", "value", "unit", "status", "sources", "formula"
-        }  # fmt: skip
+            "text",
+            "start",
+            "end",
+            "value",
+            "unit",
+            "status",
+            "sources",
+            "formula",
+        }
     by_text = {f["text"]: f for f in figures["figures"]}
     sourced = by_text[billions(revenue["2025"])]
     assert sourced["status"] == "sourced"
     assert sourced["value"] == round(revenue["2025"] / 1e8) * 1e8
     assert sourced["sources"][0] == {
-        "tool_use_id": "toolu_rev", "tool": "get_sec_company_facts",
+        "tool_use_id": "toolu_rev",
+        "tool": "get_sec_company_facts",
         "accession": "0000320193-25-000079",
         "concept": "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax",
-        "period": "2024-09-29/2025-09-27", "form": "10-K",
-    }  # fmt: skip
+        "period": "2024-09-29/2025-09-27",
+        "form": "10-K",
+    }
     growth = next(f for f in figures["figures"] if f["unit"] == "%")
     assert growth["status"] == "derived" and "÷" in growth["formula"]
     assert by_text[billions(revenue["2022"])]["status"] == "other_period"
