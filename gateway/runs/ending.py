@@ -44,13 +44,14 @@ async def end_run(
     run: Run, ending: Ending, observer: RunObserver,
     build_final: Callable[[float], Event], save: Callable[[], Awaitable[None]] | None,
 ) -> None:  # fmt: skip
-    """Record, save, append the one terminal event and close the log, in that order."""
+    """Record, save, check the answer's figures, append the one terminal event and close
+    the log, in that order."""
     try:
         terminal = _terminal(ending, observer, build_final)
-        if ending.annotate is not None and terminal["type"] == "final":
-            _append_figures(run, ending.annotate, terminal)
         if save is not None:
             await _save(run, save, ending.turns)
+        if ending.annotate is not None and terminal["type"] == "final":
+            _append_figures(run, ending.annotate, terminal)  # right before `final`
         _append_terminal(run, terminal, ending.request_id)
     finally:  # whatever happened above, readers must see the log close
         run.log.close()

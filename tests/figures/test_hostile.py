@@ -7,9 +7,9 @@ from typing import Any
 
 from gateway import figures
 from gateway.figures import extract
-from gateway.figures.index import MAX_TEXT_CHARS
+from gateway.figures.index import MAX_RESULT_CHARS, MAX_TEXT_CHARS
 from gateway.runs.figures import question
-from tests.figures.support import APPLE_GROSS, APPLE_REVENUE, FACTS, conversation
+from tests.figures.support import APPLE_GROSS, APPLE_REVENUE, FACTS, conversation, facts_result
 
 APPLE = conversation((FACTS, APPLE_REVENUE, {}), (FACTS, APPLE_GROSS, {}))
 
@@ -102,7 +102,7 @@ def test_results_that_are_not_json() -> None:
 
 def test_huge_text_results_are_read_up_to_a_cap() -> None:
     filler = "x" * MAX_TEXT_CHARS
-    messages = conversation(("a", filler, {}), ("b", "$416.2 billion", {}))
+    messages = conversation(("b", "$416.2 billion", {}), ("a", filler, {}))  # latest first
     report = figures.check("It was $416.2 billion.", figures.build(messages))
     assert report.counts()["unsourced"] == 1  # past the cap: not read
 
@@ -118,3 +118,12 @@ def test_odd_conversations() -> None:
     figures.check("It was $416.2 billion.", figures.build(messages))
     assert question(messages) == "Apple revenue FY2025?"
     assert question([]) == ""
+
+
+def test_results_past_the_cap_are_no_source() -> None:
+    old = facts_result(320193, "Apple Inc.", "us-gaap:Revenues", [(None, "2025-09-27", 7.25)])
+    filler = "[" + ",".join(["1"] * (MAX_RESULT_CHARS // 2)) + "]"
+    alone = conversation(("old", old, {}))
+    assert figures.check("EPS $7.25.", figures.build(alone)).counts()["sourced"] == 1
+    crowded = conversation(("old", old, {}), ("big", filler, {}))  # indexed latest first
+    assert figures.check("EPS $7.25.", figures.build(crowded)).counts()["unsourced"] == 1
