@@ -19,6 +19,7 @@ from bench import report
 from bench.case_batches import batch_screen
 from bench.case_cache import prompt_cache
 from bench.case_context import compaction
+from bench.case_figures import figure_check
 from bench.case_instructions import instructions
 from bench.case_mcp import mcp_call_cost
 from bench.case_relay import relay_cost
@@ -47,6 +48,7 @@ CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "soak": soak,
     "mcp": mcp_call_cost,
     "batches": batch_screen,
+    "figures": figure_check,
 }
 
 

@@ -75,7 +75,7 @@ ToolPhase = Literal[
 EventType = Literal[
     "system_info", "system_init", "turn_start", "thinking_start", "thinking", "thinking_signature",
     "thinking_complete", "delta", "citation", "tool_call", "turn_complete", "warning",
-    "final", "error", "file",
+    "final", "error", "file", "figures",
 ]  # fmt: skip
 
 
@@ -214,6 +214,18 @@ class File(_Stamped):
     turn: int
 
 
+class Figures(_Stamped):
+    """Each figure of `final.result` and where it came from (gateway/figures), just
+    before `final`."""
+
+    type: Literal["figures"]
+    figures: list[dict[str, Any]]
+    """{text, start, end, value, unit, status, sources, formula}: `start`/`end` are offsets
+    in `final.result`; each source {tool_use_id, tool, accession?, concept?, period?, form?}."""
+    counts: dict[str, int]
+    """Figures per status: sourced, derived, unsourced, other_period."""
+
+
 class Final(_Stamped):
     type: Literal["final"]
     completed: str
@@ -236,6 +248,8 @@ class Final(_Stamped):
     details: dict[str, Any] | None
     """A refusal's `{category, explanation}` (`stop_details`); None otherwise."""
     structured: NotRequired[Any]
+    figures: NotRequired[dict[str, int]]
+    """The figure check's counts per status (with GATEWAY_FIGURE_CHECK=annotate)."""
 
 
 class Error(_Stamped):
@@ -246,7 +260,7 @@ class Error(_Stamped):
 Event = (
     SystemInfo | SystemInit | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
     | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | ContextEdited
-    | Final | Error | File
+    | Final | Error | File | Figures
 )  # fmt: skip
 
 
@@ -364,6 +378,11 @@ def file(
         "type": "file", "file_id": file_id, "filename": filename, "mime_type": mime_type,
         "size_bytes": size_bytes, "turn": turn,
     }  # fmt: skip
+
+
+def figures(found: list[dict[str, Any]], counts: dict[str, int]) -> Figures:
+    """The figure check of the answer `final` is about to carry."""
+    return {"type": "figures", "figures": found, "counts": counts}
 
 
 def final(

@@ -47,7 +47,7 @@ class _Fold:
                 self.result.update(_fold_terminal(event))
             case (
                 "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
-                | "turn_complete" | "warning" | "system_init"
+                | "turn_complete" | "warning" | "system_init" | "figures"
             ):  # fmt: skip
                 self._progress(event)
             case _:
@@ -120,6 +120,7 @@ def _fold_terminal(event: dict[str, Any]) -> Folded:
         num_turns=event.get("num_turns"),
         details=event.get("details"),
     )
-    if "structured" in event:
-        folded["structured"] = event["structured"]
+    for key in ("structured", "figures"):
+        if key in event:
+            folded[key] = event[key]
     return folded

@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     """`auto`: uvloop when it is installed, else asyncio's own loop (see `eventloop`)."""
     gateway_demo_pacing_ms: float = Field(15.0, ge=0)
     """Pause before each streamed delta of the demo model, so people can watch it work."""
+    gateway_figure_check: Literal["annotate", "off"] = "annotate"
+    """`annotate`: a `figures` event before `final` says where each figure of the answer
+    came from (gateway/figures); `off`: no check."""
 
     # The tools' own defaults: one place says where SEC and Exa are.
     sec_source: Literal["offline", "live"] = ToolsConfig.sec_source

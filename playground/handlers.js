@@ -2,6 +2,7 @@
 // `seq`, records the event, and hands it to its handler.
 
 import { formatMs, plural } from './dom.js';
+import { showFigures, noteResult } from './figures.js';
 import { downloadFile } from './files.js';
 import { showUpstream } from './health.js';
 import { tokensText } from './panels.js';
@@ -44,6 +45,7 @@ const toolPhases = {
   },
   tool_result(run, ev, card) {
     card.result(ev);
+    noteResult(run, ev);
     const took = card.server ? 'run by the API' : formatMs(ev.duration_ms);
     timeline.update(ev.tool.id, { detail: `ok · ${took}`, status: 'ok' });
   },
@@ -105,6 +107,10 @@ const handlers = {
   citation(run, ev) {
     run.view.cite(ev.citation);
   },
+  /** The figure check of the answer: marked in it when `final` has rendered it. */
+  figures(run, ev) {
+    run.figures = ev;
+  },
   /** A file the model made (code execution): a download button under the answer. */
   file(run, ev) {
     showFile(run, ev);
@@ -142,6 +148,7 @@ const handlers = {
       traceId: run.traceId,
       facts: [formatMs(run.durationMs), plural(ev.turns ?? run.turn, 'turn'), plural(ev.tool_calls ?? run.toolCalls, 'tool call'), tokensText(usage)],
     });
+    if (run.figures) showFigures(run.view, run.figures, run.ciks);
     status.set({
       state: 'done',
       outcome: ev.outcome,

@@ -14,6 +14,7 @@ from gateway.events import Event
 from gateway.providers.base import Emit
 from gateway.runs.durable import resumed_loop
 from gateway.runs.ending import Ending, end_run, internal_error
+from gateway.runs.figures import annotator
 from gateway.runs.loop import LoopConfig, LoopDeps, run_loop
 from gateway.runs.manager import _final
 
@@ -49,7 +50,8 @@ async def drive(question: Question, config: LoopConfig, deps: LoopDeps, on_turn:
     def build_final(duration_ms: float) -> Event:
         return _final(run, config, state, outcome, duration_ms, observer.trace_id)
 
-    ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id)
+    annotate = annotator(deps.figure_check, state.messages, observer)
+    ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id, annotate)
     await end_run(run, ending, observer, build_final, None)
 
 

@@ -83,6 +83,9 @@ class ResearchResult(BaseModel):
     """A refusal's `{category, explanation}` (the model's `stop_details`); null otherwise."""
     files: list[dict[str, Any]] | None = None
     """The files code execution made (absent when none): each `file` event's fields."""
+    figures: dict[str, int] | None = None
+    """The figure check's counts (sourced, derived, unsourced, other_period); absent with
+    GATEWAY_FIGURE_CHECK=off or for a failed run."""
 
 
 class Build(BaseModel):

@@ -370,6 +370,12 @@ class Metrics:
             "Dollars batch questions cost less than the same calls live, by model and key.",
             ["model", "key"],
         )
+        self.answer_figures = Counter(
+            "gateway_answer_figures_total",
+            "Figures of final answers by the figure check's status "
+            "(sourced, derived, unsourced, other_period) and model.",
+            ["status", "model"],
+        )
         self.build_info = Gauge(
             "gateway_build_info",
             "Always 1; labels say what is running.",

@@ -272,6 +272,12 @@ class RunObserver:
         if cost is not None:
             self.metrics.cost_usd.labels(model, self.caller).inc(cost)
 
+    def count_figures(self, model: str, counts: dict[str, int]) -> None:
+        """The figure check of the run's answer."""
+        for status, count in counts.items():
+            if count:
+                self.metrics.answer_figures.labels(status, model).inc(count)
+
     def upstream_result(self, upstream: str, code: str | None) -> None:
         """A model call answered on `upstream` (None) or failed there after its retries."""
         if self.on_upstream_result is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gateway import events
 from gateway.errors import GatewayError
-from gateway.events import Event
+from gateway.events import Event, Final
 from gateway.ops.observe import RunObserver
 from gateway.runs.run import Run
 
@@ -35,17 +35,23 @@ class Ending:
     turns: int
     usage: dict[str, int]
     request_id: str
+    annotate: Callable[[Final], Event | None] | None = None
+    """The figure check (runs/figures.py): given `final`, the `figures` event before it
+    (None: the answer has no figures)."""
 
 
 async def end_run(
     run: Run, ending: Ending, observer: RunObserver,
     build_final: Callable[[float], Event], save: Callable[[], Awaitable[None]] | None,
 ) -> None:  # fmt: skip
-    """Record, save, append the one terminal event and close the log, in that order."""
+    """Record, save, check the answer's figures, append the one terminal event and close
+    the log, in that order."""
     try:
         terminal = _terminal(ending, observer, build_final)
         if save is not None:
             await _save(run, save, ending.turns)
+        if ending.annotate is not None and terminal["type"] == "final":
+            _append_figures(run, ending.annotate, terminal)  # right before `final`
         _append_terminal(run, terminal, ending.request_id)
     finally:  # whatever happened above, readers must see the log close
         run.log.close()
@@ -67,6 +73,16 @@ def _terminal(
     except Exception as exc:
         log.exception("building the final event failed")
         return internal_error(exc, ending.request_id)
+
+
+def _append_figures(run: Run, annotate: Callable[[Final], Event | None], final: Final) -> None:
+    """The figure check's event; a check that fails costs the run nothing but the event."""
+    try:
+        event = annotate(final)
+        if event is not None:
+            run.log.append(event)
+    except Exception:
+        log.exception("checking the figures of run %s failed", run.id)
 
 
 async def _save(run: Run, save: Callable[[], Awaitable[None]], turns: int) -> None:

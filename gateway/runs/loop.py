@@ -55,6 +55,8 @@ class LoopDeps:
     prices: pricing.PriceTable = field(default_factory=pricing.shipped)
     files: RunFiles | None = None
     """Runs with code execution: says which files each turn made (`file` events)."""
+    figure_check: bool = False
+    """Check the answer's figures against the tool results (a `figures` event)."""
 
 
 @dataclass

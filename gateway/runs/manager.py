@@ -29,6 +29,7 @@ from gateway.ops.observe import RunObserver
 from gateway.providers.base import Emit
 from gateway.runs.durable import Checkpoint, Claimed, Durability, resumed_loop
 from gateway.runs.ending import Ending, end_run, internal_error
+from gateway.runs.figures import annotator
 from gateway.runs.loop import LoopConfig, LoopDeps, RunState, run_loop
 from gateway.runs.run import Run, RunRequest
 from gateway.store.base import SessionStore
@@ -268,7 +269,8 @@ class RunManager:
         def build_final(duration_ms: float) -> Event:
             return _final(run, config, state, outcome, duration_ms, observer.trace_id)
 
-        ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id)
+        annotate = annotator(deps.figure_check, state.messages, observer)
+        ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id, annotate)
         try:
             await end_run(run, ending, observer, build_final, save)
         finally:

@@ -62,6 +62,7 @@ class RunWiring:
         files = None
         if request.code_execution and upstreams.files is not None and self.files is not None:
             files = RunFiles(upstreams.files, self.files, run.owner, run.id)
+        check = settings.gateway_figure_check == "annotate"
         return LoopDeps(
-            upstreams.providers, registry, observer, toolset.services, self.prices, files
+            upstreams.providers, registry, observer, toolset.services, self.prices, files, check
         )

@@ -29,6 +29,7 @@ REQUIRED_PANELS = {
     "Upstream retries and errors",
     "HTTP requests by route and status",
     "Cost by model and key",
+    "Unsourced figures share by model",
 }
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
 

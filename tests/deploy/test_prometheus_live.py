@@ -111,7 +111,8 @@ def script() -> list[Reply]:
         ),
         Reply(status=429, error_type="rate_limit_error", headers={"retry-after": "0"}),
         Reply([ToolUse("lookup", {"symbol": "ACME"}), ToolUse("no_such_tool", {})]),
-        Reply([Text("ACME is a company.")], cache_read=200),
+        # Its answer states a figure no tool gave (the figure check counts it unsourced).
+        Reply([Text("ACME is a company with revenue of $1.2 billion.")], cache_read=200),
         # Run 2, /api/research with max_turns 2: a tool times out, the model still wants
         # tools at the limit, the wrap-up call answers.
         Reply([ToolUse("lookup", {"ticker": "ACME"}), ToolUse("slow", {})]),

@@ -1,0 +1,177 @@
+"""The figure check: each figure of an answer, matched to the run's tool results.
+
+`sourced`: a tool result holds its value (within the rounding the answer shows) for the
+company and period it is stated for; `derived`: two sourced values give it (growth,
+margin, share, difference, sum); `other_period`: the value is sourced, but for another
+period than the one its sentence (or the question) names; `unsourced`: neither.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from gateway.figures import extract
+from gateway.figures.context import Contexts
+from gateway.figures.context import Stated as Context
+from gateway.figures.derive import Derived, Memo, derive
+from gateway.figures.index import SourceIndex
+from gateway.figures.sources import Source
+
+STATUSES = ("sourced", "derived", "unsourced", "other_period")
+_CAMEL = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])")
+_COMMON = frozenset({"and", "by", "in", "of", "to", "the", "net", "used", "from", "for"})
+MAX_SOURCES = 3
+
+
+@dataclass
+class Checked:
+    figure: extract.Stated
+    status: str
+    sources: list[Source] = field(default_factory=list)
+    formula: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """As PROTOCOL's `figures` entries."""
+        f = self.figure
+        value = round(f.value, 10) if isinstance(f.value, float) else f.value
+        return {
+            "text": f.text,
+            "start": f.start,
+            "end": f.end,
+            "value": value,
+            "unit": f.unit,
+            "status": self.status,
+            "sources": [s.public() for s in self.sources[:MAX_SOURCES]],
+            "formula": self.formula,
+        }
+
+
+@dataclass
+class Report:
+    figures: list[Checked]
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(c.status for c in self.figures)
+        return {status: counted[status] for status in STATUSES}
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"figures": [c.public() for c in self.figures], "counts": self.counts()}
+
+
+def check(answer: str, index: SourceIndex, question: str = "") -> Report:
+    """Check every figure of `answer` against `index`."""
+    stated = extract.figures(answer)
+    if not stated:
+        return Report([])
+    contexts = Contexts(answer, question, index.aliases)
+    checked = [_direct(f, index, contexts.at(f.start)) for f in stated]
+    anchors: dict[int, list[Source]] = {}
+    everywhere: list[Source] = []
+    for c in checked:
+        if c.status == "sourced" and c.sources and c.sources[0].period is not None:
+            anchors.setdefault(contexts.paragraph(c.figure.start), []).append(c.sources[0])
+            everywhere.append(c.sources[0])
+    memo = Memo()
+    for c in checked:
+        if c.status in ("sourced", "derived") or c.figure.identifier:
+            continue
+        near = anchors.get(contexts.paragraph(c.figure.start)) or everywhere
+        _derived(c, index, contexts.at(c.figure.start), near, memo)
+    return Report(checked)
+
+
+def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Checked:
+    if figure.identifier:
+        found = index.identifiers.get(str(figure.value))
+        if found is None:
+            return Checked(figure, "unsourced")
+        return Checked(figure, "sourced", [found])
+    candidates = _candidates(figure, index)
+    if context.companies:
+        candidates = [s for s in candidates if s.company is None or s.company in context.companies]
+    if not candidates:
+        return Checked(figure, "unsourced")
+    if context.periods:
+        right = [s for s in candidates if s.period is None or s.period.within(context.periods)]
+        if not right:
+            return Checked(figure, "other_period", _best(candidates, context.words))
+        candidates = right
+    return Checked(figure, "sourced", _best(candidates, context.words))
+
+
+def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
+    assert isinstance(figure.value, float)
+    percent = figure.unit == "%"
+    found: list[Source] = []
+    for value in (figure.value, *figure.alternatives):
+        target = abs(value)
+        slack = figure.tolerance * 1.0001 + target * 1e-9
+        within = index.between(target - slack, target + slack, percent)
+        found += within if percent else [s for s in within if _unit_fits(figure.unit, s.unit)]
+    return found
+
+
+def _unit_fits(unit: str, source_unit: str | None) -> bool:
+    if source_unit is None:
+        return True
+    if unit == "shares":
+        return "USD" not in source_unit
+    if unit not in ("%", "x", "number"):  # an amount of money
+        return source_unit != "shares"
+    return True
+
+
+def _best(sources: list[Source], words: frozenset[str] = frozenset()) -> list[Source]:
+    """Facts first (they name concept, period and filing), those whose concept shares the
+    most words with the sentence first among them; one per tool call."""
+    seen: set[tuple[str, str | None]] = set()
+    best = []
+    for source in sorted(sources, key=lambda s: (s.period is None, -_shared(s.concept, words))):
+        key = (source.tool_use_id, source.accession)
+        if key not in seen:
+            seen.add(key)
+            best.append(source)
+    return best[:MAX_SOURCES]
+
+
+def _shared(concept: str | None, words: frozenset[str]) -> int:
+    return len(_concept_words(concept) & words) if concept and words else 0
+
+
+@lru_cache(maxsize=1024)
+def _concept_words(concept: str) -> frozenset[str]:
+    """ "us-gaap:NetCashProvidedByUsedInOperatingActivities" -> {"cash", "operating", ...}."""
+    name = concept.rpartition(":")[2]
+    return frozenset(w.lower() for w in _CAMEL.findall(name)) - _COMMON
+
+
+def _derived(
+    checked: Checked, index: SourceIndex, context: Context, near: list[Source], memo: Memo
+) -> None:
+    found = derive(checked.figure, near, context, index, memo)
+    if context.companies:
+        found = [d for d in found if all(s.company in context.companies for s in d.inputs)]
+    if not found:
+        return
+    if context.periods:
+        right = [d for d in found if any(_named(s, context) for s in d.inputs)]
+        if not right:
+            if checked.status == "unsourced":
+                _set(checked, "other_period", found[0])
+            return
+        found = right
+    _set(checked, "derived", found[0])
+
+
+def _named(source: Source, context: Context) -> bool:
+    return source.period is not None and source.period.within(context.periods)
+
+
+def _set(checked: Checked, status: str, derived: Derived) -> None:
+    checked.status = status
+    checked.sources = list(derived.inputs)
+    checked.formula = derived.formula

@@ -1,0 +1,162 @@
+"""Values derived from two sourced figures: growth (yearly or compounded), margin or share,
+difference, sum.
+
+Only pairs that make sense are tried (not every pair of numbers in the run, which would
+find any percentage somewhere). The pool: the sourced figures the answer states near this
+one, and the facts of the periods and companies its sentence names. A growth rate: one
+concept of one company between a period of the pool and one a year apart (or another of
+the pool), and compounded a year between two of those two or more years apart. A margin
+or a share: two concepts of one company for the same period, one of them in the pool. A
+sum or a difference: two figures the answer states near it (an amount has too many
+chance sums otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import permutations
+
+from gateway.figures.context import Stated as Context
+from gateway.figures.extract import Stated
+from gateway.figures.index import SourceIndex
+from gateway.figures.sources import Source
+
+MAX_POOL = 80
+
+
+@dataclass(frozen=True)
+class Derived:
+    formula: str
+    inputs: tuple[Source, Source]
+
+
+Candidate = tuple[str, Source, Source, float]
+
+
+@dataclass
+class Memo:
+    """What one answer's check has worked out: each pool's candidate derivations (figures
+    of one sentence often share their pool)."""
+
+    candidates: dict[tuple[str, frozenset[int]], list[Candidate]] = field(default_factory=dict)
+
+    def of(
+        self, kind: str, unit: str, near: list[Source], context: Context, index: SourceIndex
+    ) -> list[Candidate]:
+        anchors = [s for s in near if s.period is not None]
+        pool = anchors if kind == "amount" else _pool(anchors, context, index)
+        key = (kind, frozenset(id(s) for s in pool))
+        if key not in self.candidates:
+            self.candidates[key] = list(_candidates(unit, pool, index))
+        return self.candidates[key]
+
+
+def derive(
+    figure: Stated, near: list[Source], context: Context, index: SourceIndex, memo: Memo
+) -> list[Derived]:
+    """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
+    figures `near` it and the facts its context names."""
+    if not isinstance(figure.value, float):
+        return []
+    low = abs(figure.value) - figure.tolerance * 1.0001 - 1e-12
+    high = abs(figure.value) + figure.tolerance * 1.0001 + 1e-12
+    kind = figure.unit if figure.unit in ("%", "x") else "amount"
+    return [
+        Derived(_formula(how, a, b), (a, b))
+        for how, a, b, value in memo.of(kind, figure.unit, near, context, index)
+        if low <= abs(value) <= high
+    ]
+
+
+def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
+    """The facts derivations start from: the sourced figures near this one, and the facts
+    of the periods and companies named."""
+    pool = {id(s): s for s in anchors}
+    for year in {named.year for named in context.periods}:
+        for company, period in index.by_year.get(year, ()):
+            if len(pool) >= MAX_POOL:
+                break
+            if (not context.companies or company in context.companies) and period.within(
+                context.periods
+            ):
+                pool.update((id(s), s) for s in index.by_period[(company, period)])
+    return list(pool.values())[:MAX_POOL]
+
+
+def _candidates(
+    unit: str, pool: list[Source], index: SourceIndex
+) -> Iterator[tuple[str, Source, Source, float]]:
+    if unit == "%":
+        yield from _growths(pool, index)
+    for a in pool:
+        assert a.period is not None
+        same_period = index.by_period.get((a.company, a.period), [])
+        if unit == "%":
+            yield from _ratios(a, same_period, 100.0)
+        elif unit == "x":
+            yield from _ratios(a, same_period, 1.0)
+        else:
+            yield from _sums(
+                a, [b for b in pool if b.period == a.period and b.company == a.company]
+            )
+
+
+def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Source, Source, float]]:
+    """One concept of one company between a period in play and the same period a year
+    before or after (or another period in play)."""
+    relevant = {s.period for s in pool if s.period is not None}
+    near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
+    for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
+        series = [
+            b
+            for year, annual in near
+            for b in index.series.get((company, concept, year, annual), ())
+            if b.unit == unit
+        ]
+        for a, b in permutations(series, 2):
+            if b.value and a.period != b.period:
+                yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
+                if a.period.end.year - b.period.end.year >= 2:  # type: ignore[union-attr]
+                    yield from _compounded(a, b)
+
+
+def _compounded(a: Source, b: Source) -> Iterator[tuple[str, Source, Source, float]]:
+    """The yearly rate compounded from `b` to a later `a` two or more years on."""
+    assert a.period is not None and b.period is not None
+    years = round((a.period.end - b.period.end).days / 365.25)
+    if years >= 2 and a.value > 0 and b.value > 0:
+        yield f"cagr{years}", a, b, ((a.value / b.value) ** (1 / years) - 1) * 100
+
+
+def _ratios(
+    a: Source, same_period: list[Source], scale: float
+) -> Iterator[tuple[str, Source, Source, float]]:
+    for b in same_period:
+        if b is not a and b.value and b.unit == a.unit:
+            yield "ratio", a, b, a.value / b.value * scale
+
+
+def _sums(a: Source, same_period: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
+    for b in same_period:
+        if b is not a and b.unit == a.unit and b.concept != a.concept:
+            yield "difference", a, b, a.value - b.value
+            yield "sum", a, b, a.value + b.value
+
+
+def _formula(kind: str, a: Source, b: Source) -> str:
+    name_a, name_b = _name(a), _name(b)
+    if kind == "growth":
+        return f"({name_a} − {name_b}) ÷ {name_b}"
+    if kind.startswith("cagr"):
+        return f"({name_a} ÷ {name_b})^(1/{kind[4:]}) − 1"
+    if kind == "ratio":
+        return f"{name_a} ÷ {name_b}"
+    if kind == "difference":
+        return f"{name_a} − {name_b}"
+    return f"{name_a} + {name_b}"
+
+
+def _name(source: Source) -> str:
+    period = source.period.text() if source.period is not None else ""
+    return f"{source.concept or source.tool} {period}".strip()

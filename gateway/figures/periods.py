@@ -1,0 +1,129 @@
+"""Periods: the ones a sentence or a question names ("FY2023", "fiscal '23", "Q3 2024",
+"ended 2023-09-30", "in 2022"), and whether a reported value's period is one of them.
+
+A fiscal year is named by the calendar year it ends in (NVIDIA's FY2026 ended on
+2026-01-25), as SEC's filings do; a retailer's "fiscal 2024" that ended on 2025-02-01 is
+FY2025 here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+
+_MONTHS = "january february march april may june july august september october november december"
+_MONTH = {name: n for n, name in enumerate(_MONTHS.split(), 1)}
+_PERIOD = re.compile(
+    r"\bQ(?P<q>[1-4])\s?(?:FY|CY|fiscal\s)?\s?'?(?P<qy>\d{4}|\d{2})\b"
+    r"|\b(?:CY)?(?P<yq>\d{4})\s?Q(?P<q2>[1-4])I?\b"
+    r"|\b(?:FY|fiscal(?:\syear)?|CY|calendar(?:\syear)?)\s?'?(?P<fy>\d{4}|\d{2})\b"
+    r"|(?P<date>\b(?:19|20)\d{2}-\d{2}-\d{2})\b"
+    r"|\b(?P<month>" + "|".join(_MONTH) + r")\s(?P<day>\d{1,2}),\s(?P<my>\d{4})\b"
+    r"|(?<![\w$.,-])(?P<year>(?:19|20)\d{2})(?![\w%.,-]|\.\d)",
+    re.IGNORECASE,
+)
+_FILED = re.compile(r"(?:filed|filing|dated|accepted)\W{0,3}(?:on\s)?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A period named in text: a year (fiscal or calendar), a quarter of a year, or a day."""
+
+    year: int
+    quarter: int = 0
+    day: date | None = None
+
+
+def named(text: str) -> frozenset[Named]:
+    """The periods `text` names; a filing's date ("filed 2024-11-01") names none."""
+    return frozenset(period for _, period in named_at(text))
+
+
+def named_at(text: str) -> list[tuple[int, Named]]:
+    """Each period `text` names, with where."""
+    found = []
+    for match in _PERIOD.finditer(text):
+        if _FILED.search(text, max(0, match.start() - 14), match.start()):
+            continue
+        period = _period(match)
+        if period is not None:
+            found.append((match.start(), period))
+    return found
+
+
+def _period(match: re.Match[str]) -> Named | None:
+    groups = match.groupdict()
+    if groups["q"]:
+        return Named(_year(groups["qy"]), int(groups["q"]))
+    if groups["q2"]:
+        return Named(int(groups["yq"]), int(groups["q2"]))
+    if groups["fy"]:
+        return Named(_year(groups["fy"]))
+    if groups["date"]:
+        try:
+            day = date.fromisoformat(groups["date"])
+        except ValueError:
+            return None
+        return Named(day.year, 0, day)
+    if groups["month"]:
+        try:
+            day = date(int(groups["my"]), _MONTH[groups["month"].lower()], int(groups["day"]))
+        except ValueError:
+            return None
+        return Named(day.year, 0, day)
+    return Named(int(groups["year"]))
+
+
+def _year(text: str) -> int:
+    return int(text) if len(text) == 4 else 2000 + int(text)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A reported value's period: `start` None for an instant (a balance-sheet date)."""
+
+    start: date | None
+    end: date
+    days: int = field(init=False, compare=False)
+    """0 for an instant."""
+
+    def __post_init__(self) -> None:
+        days = 0 if self.start is None else (self.end - self.start).days
+        object.__setattr__(self, "days", days)
+
+    def years(self) -> tuple[int, ...]:
+        return (self.end.year,)
+
+    def within(self, periods: frozenset[Named]) -> bool:
+        """Whether this is (one of) the periods named."""
+        return any(self._is(period) for period in periods)
+
+    def _is(self, period: Named) -> bool:
+        if period.day is not None:
+            return self.end == period.day
+        if period.quarter:
+            return 0 < self.days < 120 and period.year in (*self.years(), self.end.year + 1)
+        # A year: a year's flow, or a balance at a year's end (or within that year).
+        return self.days == 0 or self.days > 300 if period.year in self.years() else False
+
+    def text(self) -> str:
+        return self.end.isoformat() if self.start is None else f"{self.start}/{self.end}"
+
+
+def span(start: object, end: object) -> Span | None:
+    """A value's period from its `start` and `end` fields (None when they are not dates)."""
+    if not isinstance(end, str) or not (start is None or isinstance(start, str)):
+        return None
+    return _span(start, end)
+
+
+@lru_cache(maxsize=4096)
+def _span(start: str | None, end: str) -> Span | None:
+    try:
+        last = date.fromisoformat(end[:10])
+        first = date.fromisoformat(start[:10]) if isinstance(start, str) else None
+    except ValueError:
+        return None
+    return Span(first, last)
