@@ -39,7 +39,7 @@ async def instructions(bench: Bench) -> None:
             systems[FILED_SYSTEM] = filed
         for name, root in systems.items():
             try:
-                counts[name] = await _count(bench, name, root, Path(folder) / name)
+                counts[name] = await count_instructions(bench, name, root, Path(folder) / name)
             except RuntimeError:
                 if name != FILED_SYSTEM:
                     raise  # old code on today's packages may no longer start: left out
@@ -50,7 +50,7 @@ async def instructions(bench: Bench) -> None:
         bench.add(Row("1d", TITLE, gateway, "", FILED_SYSTEM, counts[FILED_SYSTEM]))
 
 
-async def _count(bench: Bench, name: str, root: Path, out: Path) -> float:
+async def count_instructions(bench: Bench, name: str, root: Path, out: Path) -> float:
     """Instructions per run of `name` (from the tree at `root`)."""
     wrapper = ("valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}")  # fmt: skip
