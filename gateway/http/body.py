@@ -214,6 +214,8 @@ def _tools(body: RunBody, tool_names: list[str]) -> frozenset[str] | None:
 def _code_execution(body: RunBody) -> dict[str, Any]:
     """`code_execution` and `skills` as the run takes them: skills turn code execution on
     (they run in its container); asking for skills with `code_execution: false` is a 400."""
+    if not body.skills and not body.code_execution:  # most runs: nothing to check
+        return {"code_execution": False, "skills": ()}
     skills = tuple(body.skills or ())
     problem = skills_problem(skills)
     if problem is not None:
