@@ -209,7 +209,7 @@ class Gate:
         held = self._tickets.pop(run_id, None)
         if held is None and owner is not None:
             held = (owner, token_hex(16))
-        if held is not None:
+        if held is not None and self.limits.active:  # no limits: nothing to count
             self.release(*held, tokens=billed_tokens(usage))
 
     async def settled(self) -> None:
