@@ -6,7 +6,7 @@ makes one-line calls and never touches either API.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -114,7 +114,7 @@ class RunObserver:
         session_id: str,
         endpoint: str,
         model: str,
-        tool_names: frozenset[str],
+        tool_names: Container[str],
         tool_sources: Mapping[str, str] | None = None,
         parent: Context | None = None,
         trace_content: bool = False,
