@@ -3,6 +3,11 @@ once and shared, and a feature the run does not use costs it nothing."""
 
 from __future__ import annotations
 
+import logging
+import time
+
+from gateway.__main__ import LOG_FORMAT, SecondsFormatter
+from gateway.http.access_log import AccessLog
 from gateway.providers.anthropic.catalog import ModelRecord, StaticCatalog
 from gateway.runs.planner import MAX_PLANS, RunPlanner
 from gateway.runs.run import RunRequest
@@ -10,10 +15,16 @@ from gateway.settings import Settings
 
 QUERY = [{"role": "user", "content": "hi"}]
 RECORD = ModelRecord(
-    id="claude-x", source="models_api", lifecycle="active", max_tokens=8_000,
-    max_input_tokens=200_000, thinking_adaptive=True, thinking_budget=True,
-    efforts=frozenset({"low", "high"}), structured_outputs=True,
-)  # fmt: skip
+    id="claude-x",
+    source="models_api",
+    lifecycle="active",
+    max_tokens=8_000,
+    max_input_tokens=200_000,
+    thinking_adaptive=True,
+    thinking_budget=True,
+    efforts=frozenset({"low", "high"}),
+    structured_outputs=True,
+)
 
 
 def planner(record: ModelRecord = RECORD) -> tuple[RunPlanner, StaticCatalog]:
@@ -62,3 +73,20 @@ async def test_the_plans_kept_are_bounded() -> None:
         plan = (await runs.config(RunRequest(QUERY, thinking=budget))).plan
         assert plan.thinking == {"type": "enabled", "budget_tokens": budget}
     assert len(runs._plans) <= MAX_PLANS
+
+
+def test_the_log_time_is_logging_own_formatted_once_a_second() -> None:
+    ours, plain = SecondsFormatter(LOG_FORMAT), logging.Formatter(LOG_FORMAT)
+    times = (1.7e9, 1.7e9 + 0.25, 1.7e9 + 0.999, 1.7e9 + 1.5, 1.7e9 + 0.5, 1.8e9 + 0.75)
+    for created in times:
+        record = logging.makeLogRecord({"msg": "m", "created": created, "key": "-"})
+        record.msecs = (created - int(created)) * 1000
+        assert ours.format(record) == plain.format(record)
+        assert ours.formatTime(record, "%H") == plain.formatTime(record, "%H")
+
+
+def test_the_access_line_start_is_formatted_once_a_second() -> None:
+    access = AccessLog(logging.getLogger("test.access"), "")
+    for when in (1_700_000_000.1, 1_700_000_000.9, 1_700_000_001.0, 1_600_000_000.5):
+        expected = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(when))
+        assert access._started(when) == expected
