@@ -7,7 +7,9 @@ one-delta runs, `utime` and `stime` of `/proc/<pid>/stat` separately for the gat
 floor (`relay-raw`) and the gateway as it was a round ago (`ROUND_REV`, from its own tree),
 measured in turn (the order rotates each repetition; a ratio is the median of
 per-repetition ratios), then each one's instructions a run under callgrind as case 1d
-counts them. Without valgrind the instruction column says so; the CPU part still runs.
+counts them. The total is the scheduler's run time (`/proc/<pid>/schedstat`, nanoseconds);
+`utime` and `stime` (clock ticks of 10 ms, too coarse for a run) give the kernel's share.
+Without valgrind the instruction column says so; the CPU part still runs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bench.case_instructions import count_instructions
-from bench.common import CLOCK_TICKS, median
+from bench.common import median, schedstat
 from bench.procs import ROOT, Proc, source_tree
 from bench.run import ROUND_REV, ROUND_SYSTEM, Bench, Row, settle
 from bench.script import Scenario
@@ -29,7 +31,7 @@ TITLE = "Whole-process CPU per run, user + kernel (/proc stat)"
 
 
 async def run_cost(bench: Bench) -> None:
-    reps, runs = bench.pick(2, 4), bench.pick(200, 400)
+    reps, runs = bench.pick(2, 4), bench.pick(300, 600)
     with source_tree(ROUND_REV) as old:
         roots = {"gateway": ROOT, "relay-raw": ROOT}
         if old is not None:
@@ -63,16 +65,27 @@ async def _cpu(
             for name in names[rep % len(names) :] + names[: rep % len(names)]:
                 before = _stat(procs[name])
                 await bench.load(procs[name], one, streams=runs, ramp_s=runs / RATE)
-                after = _stat(procs[name])
-                out[name].append(((after[0] - before[0]) / runs, (after[1] - before[1]) / runs))
+                out[name].append(_split(before, _stat(procs[name]), runs))
     return out
 
 
-def _stat(proc: Proc) -> tuple[float, float]:
-    """utime and stime of `proc` (all its threads), in microseconds."""
+def _stat(proc: Proc) -> tuple[int, int, int]:
+    """`utime` and `stime` (clock ticks) and the nanoseconds run (`schedstat`) of `proc`,
+    all its threads."""
     with open(f"/proc/{proc.pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) * 1e6 / CLOCK_TICKS, int(fields[12]) * 1e6 / CLOCK_TICKS
+    return int(fields[11]), int(fields[12]), schedstat(proc.pid)[0]
+
+
+def _split(
+    before: tuple[int, int, int], after: tuple[int, int, int], runs: int
+) -> tuple[float, float]:
+    """(user, kernel) microseconds a run. The total is the scheduler's (nanoseconds); the
+    kernel's share of it is `stime`'s of the ticks (10 ms each: a few dozen a load)."""
+    user, kernel, ran = (a - b for a, b in zip(after, before, strict=True))
+    total_us = ran / 1e3 / runs
+    share = kernel / (user + kernel) if user + kernel else 0.0
+    return total_us * (1 - share), total_us * share
 
 
 async def _instructions(bench: Bench, roots: dict[str, Path]) -> dict[str, float]:
