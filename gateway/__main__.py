@@ -39,14 +39,15 @@ class SecondsFormatter(logging.Formatter):
     _second: tuple[int, str] = (-1, "")
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt is not None:
+        if datefmt:
             return super().formatTime(record, datefmt)
         second = int(record.created)
         cached = self._second
         if cached[0] != second:  # one tuple: a thread sees an old pair or a new one
             text = time.strftime(self.default_time_format, self.converter(second))
             cached = self._second = (second, text)
-        return self.default_msec_format % (cached[1], record.msecs)
+        msec = self.default_msec_format
+        return cached[1] if not msec else msec % (cached[1], record.msecs)
 
 
 def configure_logging() -> None:

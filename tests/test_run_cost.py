@@ -52,7 +52,8 @@ async def test_a_new_model_record_is_planned_anew() -> None:
     after = await runs.config(RunRequest(QUERY))
     assert after.plan is not first.plan
     assert after.plan.effort is None  # the new record takes none
-    assert [n["code"] for n in after.plan.notices] == ["model_deprecated"]
+    assert len(after.plan.notices) == 1
+    assert "model_deprecated" in str(after.plan.notices[0])
     assert (await runs.config(RunRequest(QUERY))).plan.notices == after.plan.notices
 
 
