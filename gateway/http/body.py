@@ -84,7 +84,8 @@ async def read_json_body(request: web.Request) -> Any:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"The request body is not valid JSON: {exc}") from exc
-    if too_deep(data, MAX_JSON_DEPTH):
+    # Nesting needs a bracket a level: a body with few of them needs no walk.
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and too_deep(data, MAX_JSON_DEPTH):
         raise ValidationFailed(f"The request body nests deeper than {MAX_JSON_DEPTH} levels")
     return data
 
