@@ -3,10 +3,12 @@ rows against the floor and the gateway of a round ago."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.case_instructions import _dumps
 from bench.case_runcost import _rows, _split, run_cost_table
 from bench.run import ROUND_SYSTEM, Bench
 
@@ -55,3 +57,15 @@ def test_a_missing_reference_is_said_and_a_miss_is_a_miss() -> None:
         "instructions": {},
     }
     assert run_cost_table(bench) == [["gateway", "1400", "200", "1600", "–"]]
+
+
+def test_the_dumps_are_read_in_order_and_the_exit_dump_left_out(tmp_path: Path) -> None:
+    out = tmp_path / "gateway"
+    out.write_text("totals: 0\n")  # the dump at exit: counting was off
+    (tmp_path / "gateway.2").write_text("events: Ir\nsummary: 9\ntotals: 300\n")
+    (tmp_path / "gateway.1").write_text("events: Ir\ntotals: 5000\n")
+    (tmp_path / "gateway-other.1").write_text("totals: 7\n")
+    assert _dumps(out) == [5_000, 300]
+    (tmp_path / "gateway.2").unlink()
+    with pytest.raises(RuntimeError, match="1 of 2 dumps"):
+        _dumps(out)
