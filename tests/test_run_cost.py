@@ -9,6 +9,7 @@ import time
 from gateway.__main__ import LOG_FORMAT, SecondsFormatter
 from gateway.http.access_log import AccessLog
 from gateway.providers.anthropic.catalog import ModelRecord, StaticCatalog
+from gateway.providers.anthropic.request import today_text
 from gateway.runs.planner import MAX_PLANS, RunPlanner
 from gateway.runs.run import RunRequest
 from gateway.settings import Settings
@@ -91,3 +92,10 @@ def test_the_access_line_start_is_formatted_once_a_second() -> None:
     for when in (1_700_000_000.1, 1_700_000_000.9, 1_700_000_001.0, 1_600_000_000.5):
         expected = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(when))
         assert access._started(when) == expected
+
+
+async def test_the_date_line_is_todays() -> None:
+    runs, _ = planner()
+    assert (await runs.config(RunRequest(QUERY))).date == today_text()
+    runs._today = (0, "Today's date is 1970-01-01.")  # a day long gone: made anew
+    assert (await runs.config(RunRequest(QUERY))).date == today_text()

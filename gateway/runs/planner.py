@@ -6,11 +6,18 @@ everything a model cannot do is refused here, before any SSE header.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 
 from gateway.errors import ValidationFailed
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
-from gateway.providers.anthropic.request import CallPlan, ContextChoice, ThinkingChoice, plan_run
+from gateway.providers.anthropic.request import (
+    CallPlan,
+    ContextChoice,
+    ThinkingChoice,
+    plan_run,
+    today_text,
+)
 from gateway.providers.seam import RetryPolicy
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import RunRequest
@@ -47,6 +54,8 @@ class RunPlanner:
         self._record: ModelRecord | None = None
         self._plans: dict[Hashable, CallPlan] = {}
         """The plans made for `_record`, by the request's choices: most runs ask the same."""
+        self._today: tuple[int, str] = (-1, "")
+        """The UTC day and the model's line for it."""
 
     async def record(self) -> ModelRecord:
         return await self.catalog.get(self.settings.model)
@@ -59,9 +68,17 @@ class RunPlanner:
             plan=await self._plan(request),
             max_turns=request.max_turns or settings.sdk_max_turns,
             system=self.system,
+            date=self._date(),
             allowed_tools=request.tools,
             retry=self.retry,
         )
+
+    def _date(self) -> str:
+        """`today_text`, made once a UTC day."""
+        day = int(time.time() // 86_400)
+        if self._today[0] != day:
+            self._today = (day, today_text())
+        return self._today[1]
 
     async def _plan(self, request: RunRequest) -> CallPlan:
         """The run's plan: made once per model record and set of choices, then shared (a
