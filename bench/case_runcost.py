@@ -27,7 +27,7 @@ from bench.script import Scenario
 
 RATE = 100.0
 """Run starts a second, as case 1c."""
-TITLE = "Whole-process CPU per run, user + kernel (/proc stat)"
+TITLE = "Whole-process CPU per run, user + kernel (/proc)"
 
 
 async def run_cost(bench: Bench) -> None:
