@@ -23,6 +23,7 @@ from bench.case_figures import figure_check
 from bench.case_instructions import instructions
 from bench.case_mcp import mcp_call_cost
 from bench.case_relay import relay_cost
+from bench.case_runcost import run_cost
 from bench.case_shared import shared_state
 from bench.case_soak import soak
 from bench.case_streams import many_streams
@@ -36,6 +37,7 @@ from bench.run import Bench, Row, timed
 CASES: dict[str, Callable[[Bench], Awaitable[None]]] = {
     "relay": relay_cost,
     "instructions": instructions,
+    "runcost": run_cost,
     "streams": many_streams,
     "tool_input": tool_input,
     "parallel_tools": parallel_tools,

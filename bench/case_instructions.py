@@ -5,7 +5,10 @@ to the run start are worth; an instruction count does not: the same code and loa
 the same count within ~1 %, whatever else the machine is doing. It counts user space
 only: the kernel's share of a run (its sockets), the same for every system, is in CPU time
 (1c), not here. Each system runs under callgrind with counting off; after a warm-up it is
-switched on (`callgrind_control -i on`) for `RUNS` one-delta runs, then dumped.
+switched on (`callgrind_control -i on`) for `RUNS` one-delta runs, then dumped; then
+counted again for `IDLE_S` with no work, and that rate times the runs' wall time taken
+off: what a process executes by the clock (the probe's 20 ms ticker, the same in every
+system) would otherwise count more the longer a loaded machine makes the window.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
+import time
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 from bench.procs import ROOT, Proc, source_tree
 from bench.run import FILED_REV, FILED_SYSTEM, OTHER_TREES, SYSTEMS, Bench, Row
@@ -22,6 +28,9 @@ from bench.script import Scenario
 
 RUNS = 100
 WARM_UP = 30
+IDLE_S = 3.0
+"""Counted idle after the runs: the process's own instructions a second without work."""
+T = TypeVar("T")
 SPACING_S = 0.05
 """Between run starts: under callgrind a run takes ~20-40 ms, so runs barely overlap."""
 TITLE = f"Instructions per run (callgrind, {RUNS} one-delta runs; user space only)"
@@ -39,7 +48,7 @@ async def instructions(bench: Bench) -> None:
             systems[FILED_SYSTEM] = filed
         for name, root in systems.items():
             try:
-                counts[name] = await _count(bench, name, root, Path(folder) / name)
+                counts[name] = await count_instructions(bench, name, root, Path(folder) / name)
             except RuntimeError:
                 if name != FILED_SYSTEM:
                     raise  # old code on today's packages may no longer start: left out
@@ -50,8 +59,10 @@ async def instructions(bench: Bench) -> None:
         bench.add(Row("1d", TITLE, gateway, "", FILED_SYSTEM, counts[FILED_SYSTEM]))
 
 
-async def _count(bench: Bench, name: str, root: Path, out: Path) -> float:
-    """Instructions per run of `name` (from the tree at `root`)."""
+async def count_instructions(bench: Bench, name: str, root: Path, out: Path) -> float:
+    """Instructions per run of `name` (from the tree at `root`), net of what the process
+    executes idle over the same wall time (the probe's ticker: ~0.9 M a second under
+    callgrind, so a window a second longer on a loaded machine added ~1 % a run)."""
     wrapper = ("valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}")  # fmt: skip
     args = [*(SYSTEMS.get(name) or OTHER_TREES[name]),
@@ -62,15 +73,27 @@ async def _count(bench: Bench, name: str, root: Path, out: Path) -> float:
     one = Scenario(n=1)
     try:
         await bench.load(proc, one, streams=WARM_UP, ramp_s=WARM_UP * SPACING_S, deadline_s=300)
-        await _control("-i", "on", proc.pid)
-        result = await bench.load(proc, one, streams=RUNS, ramp_s=RUNS * SPACING_S, deadline_s=300)
-        await _control("-i", "off", proc.pid)
-        await _control("-d", proc.pid)
+        window, result = await _counted(
+            proc.pid, bench.load(proc, one, streams=RUNS, ramp_s=RUNS * SPACING_S, deadline_s=300)
+        )
+        idle_s, _ = await _counted(proc.pid, asyncio.sleep(IDLE_S))
     finally:
         await proc.stop()
     if result["errors"]:
         raise RuntimeError(f"{name} under callgrind: {result['error_samples']}")
-    return _dumped(out) / RUNS
+    load, idle = _dumps(out)[:2]
+    return (load - idle / idle_s * window) / RUNS
+
+
+async def _counted(pid: int, work: Awaitable[T]) -> tuple[float, T]:
+    """Count `pid`'s instructions while `work` runs, then dump them; the seconds counted."""
+    await _control("-i", "on", pid)
+    started = time.monotonic()
+    done = await work
+    elapsed = time.monotonic() - started
+    await _control("-i", "off", pid)
+    await _control("-d", pid)
+    return elapsed, done
 
 
 async def _control(*args: str | int) -> None:
@@ -82,13 +105,16 @@ async def _control(*args: str | int) -> None:
         raise RuntimeError(f"callgrind_control {' '.join(map(str, args))} failed")
 
 
-def _dumped(out: Path) -> int:
-    """The largest `totals:` of the dumps: the one asked for (the dump at exit counts
-    nothing, counting being off by then)."""
-    totals = []
-    for path in out.parent.glob(out.name + "*"):
-        with contextlib.suppress(OSError), path.open() as lines:
-            totals += [int(line.split()[1]) for line in lines if line.startswith("totals:")]
-    if not totals:
-        raise RuntimeError(f"callgrind wrote no totals to {out}*")
-    return max(totals)
+def _dumps(out: Path) -> list[int]:
+    """The `totals:` of each dump asked for, in order (`out.1`, `out.2`, ...; the dump at
+    exit, `out` itself, counts nothing, counting being off by then)."""
+    totals: dict[int, int] = {}
+    for path in out.parent.glob(out.name + ".*"):
+        with contextlib.suppress(OSError, ValueError), path.open() as lines:
+            number = int(path.name.rsplit(".", 1)[1])
+            totals[number] = sum(
+                int(line.split()[1]) for line in lines if line.startswith("totals:")
+            )
+    if len(totals) < 2:
+        raise RuntimeError(f"callgrind wrote {len(totals)} of 2 dumps to {out}.*")
+    return [totals[number] for number in sorted(totals)]

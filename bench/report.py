@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.case_relay import relay_table
+from bench.case_runcost import run_cost_table
 from bench.case_streams import first_event_added, streams_table
 from bench.common import event_loop
 from bench.procs import ROOT, Cores
@@ -262,6 +263,13 @@ def render(bench: Bench, command: str) -> str:
                     "errors",
                 ],
                 relay_table(bench),
+            ),
+        ]
+    if "run_cost" in bench.details:
+        parts += [
+            "\n### Case 1e by system (medians, microseconds a run)\n",
+            table(
+                ["system", "user", "kernel", "user + kernel", "instructions"], run_cost_table(bench)
             ),
         ]
     if "streams" in bench.details:

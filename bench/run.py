@@ -42,7 +42,13 @@ FILED_REV = "4775bb4"
 against this code, run from its own tree beside the current one in case 1, as it was then
 (asyncio's loop): the machine's drift and the references' own changes cancel out."""
 FILED_SYSTEM = "gateway-filed"
-OTHER_TREES: dict[str, list[str]] = {FILED_SYSTEM: ["bench.serve", "--read-path", "raw"]}
+ROUND_REV = "6dddab1"
+"""main a round ago: issue 46's reference for CPU per run (case 1e), from its own tree."""
+ROUND_SYSTEM = f"gateway-{ROUND_REV}"
+OTHER_TREES: dict[str, list[str]] = {
+    FILED_SYSTEM: ["bench.serve", "--read-path", "raw"],
+    ROUND_SYSTEM: ["bench.serve", "--read-path", "raw"],
+}
 
 
 @dataclass

@@ -53,6 +53,7 @@ async def test_spans_follow_the_genai_conventions(make_gateway: Any, fake: FakeA
     chats = by_name(spans, "chat ")
     tools = by_name(spans, "execute_tool ")
     assert server.kind == SpanKind.SERVER and format(server.context.trace_id, "032x") == TRACE_ID
+    assert server.attributes is not None and server.attributes["http.route"] == "/api/stream"
     assert agent.parent is not None and agent.parent.span_id == server.context.span_id
     assert agent.attributes is not None
     assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"

@@ -106,10 +106,10 @@ class Gate:
     async def admit(self, name: str, limits: Limits | None = None) -> Admission:
         """A ticket for one run start under `limits` (the key's own, else the configured
         ones), or RateLimited."""
-        ticket = token_hex(16)
         limits = limits or self.limits
-        if not limits.active:
-            return Admission(ticket)
+        if not limits.active:  # no counters: the ticket is never settled
+            return Admission("")
+        ticket = token_hex(16)
         verdict = await self._counters.take(name, ticket, limits)
         if isinstance(verdict, Refusal):
             self._metrics.rate_limited.labels(name, verdict.limit).inc()
@@ -138,7 +138,7 @@ class Gate:
         held = self._tickets.pop(run_id, None)
         if held is None and owner is not None:
             held = (owner, token_hex(16))
-        if held is not None:
+        if held is not None and (self.limits.active or self.per_key):  # else nothing counts
             self.release(*held, tokens=billed_tokens(usage))
 
     async def settled(self) -> None:

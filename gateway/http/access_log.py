@@ -35,9 +35,12 @@ CLIENT_CLOSED = 499
 class AccessLog(AbstractAccessLogger):
     """Passed to aiohttp's runner as `access_log_class`."""
 
+    _second: tuple[int, str] = (-1, "")
+    """The last start time formatted, by its second: most lines share one with the last."""
+
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time_s: float) -> None:
         sent = (response.body_length or 0) + request.get(keys.SENT_DIRECTLY, 0)
-        started = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(time.time() - time_s))
+        started = self._started(time.time() - time_s)
         version = request.version
         headers = request.headers
         left = request.get(LEFT)
@@ -47,6 +50,14 @@ class AccessLog(AbstractAccessLogger):
             version.minor, response.status, sent, headers.get("Referer", "-"),
             headers.get("User-Agent", "-"), "" if left is None else " " + left,
         )  # fmt: skip
+
+    def _started(self, when: float) -> str:
+        second = int(when)
+        cached = self._second
+        if cached[0] != second:
+            text = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(second))
+            cached = self._second = (second, text)
+        return cached[1]
 
     @property
     def enabled(self) -> bool:

@@ -23,6 +23,7 @@ answered as JSON by `answer_errors` before CORS, authentication and any handler.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from urllib.parse import urlsplit
@@ -65,6 +66,7 @@ def check(request: web.Request) -> None:
         raise ValidationFailed("Send the body as Content-Type: application/json", status=415)
 
 
+@functools.lru_cache(maxsize=256)  # a run start asks for the same few names every time
 def host_name(value: str) -> str | None:
     """The name in a Host header (lower case, without brackets or port), None if malformed."""
     match = _HOST.fullmatch(value.strip())
@@ -80,10 +82,15 @@ def host_allowed(request: web.Request, settings: Settings) -> bool:
     name = host_name(raw)
     if name is None:
         return False
-    allowed = {entry.lower() for entry in settings.gateway_allowed_hosts}
+    allowed = _lowered(settings.gateway_allowed_hosts)
     if name in LOOPBACK_NAMES or name in allowed or raw.lower() in allowed or "*" in allowed:
         return True
     return _same_address(name, settings.host) or _same_address(name, _local_address(request))
+
+
+@functools.lru_cache(maxsize=8)
+def _lowered(entries: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(entry.lower() for entry in entries)
 
 
 def origin_allowed(request: web.Request, origin: str, settings: Settings) -> bool:
@@ -136,6 +143,8 @@ def _private(path: str) -> bool:
 
 def _json_or_empty(request: web.Request) -> bool:
     # An empty body's type does not matter (clients label a bodiless cancel variously).
+    if request.headers.get("Content-Type") == "application/json":  # as clients send it
+        return True
     return not request.body_exists or request.content_type == "application/json"
 
 

@@ -16,13 +16,13 @@ from secrets import token_hex
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Tracer
 
 from gateway.errors import ErrorCode, GatewayError, ValidationFailed
 from gateway.http import keys
 from gateway.http.access_log import CLIENT_CLOSED, LEFT, STREAM
 from gateway.http.body import json_response
-from gateway.ops.telemetry import extract_context
+from gateway.ops.telemetry import UnrecordedTracer, extract_context
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +57,13 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
     route = route_of(request)
     started = time.perf_counter()
     status = 500
-    with request.app[keys.TRACER].start_as_current_span(
+    tracer = request.app[keys.TRACER]
+    with tracer.start_as_current_span(
         f"{request.method} {route}",
         context=extract_context(request.headers),
         kind=SpanKind.SERVER,
-        attributes={"http.request.method": request.method, "http.route": route,
-                    "url.path": request.path, "gateway.request_id": request[keys.REQUEST_ID]},
-    ) as span:  # fmt: skip
+        attributes=_server_attributes(request, route, tracer),
+    ) as span:
         try:
             response = await handler(request)
             status = response.status
@@ -80,6 +80,18 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
             metrics.request_duration_ms.labels(request.method, route, str(status)).observe(
                 elapsed_ms
             )
+
+
+def _server_attributes(request: web.Request, route: str, tracer: Tracer) -> dict[str, str] | None:
+    """The server span's attributes; none without an exporter (nothing would keep them)."""
+    if isinstance(tracer, UnrecordedTracer):
+        return None
+    return {
+        "http.request.method": request.method,
+        "http.route": route,
+        "url.path": request.path,
+        "gateway.request_id": request[keys.REQUEST_ID],
+    }
 
 
 def _left(request: web.Request, started: float) -> int:

@@ -6,7 +6,7 @@ makes one-line calls and never touches either API.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from gateway.errors import UpstreamFailure
 from gateway.ops.audit import RunAudit
 from gateway.ops.metrics import Metrics
+from gateway.ops.telemetry import UnrecordedTracer
 from gateway.providers.base import ModelCall, Provider, Turn
 from gateway.providers.health import UPSTREAM_CODES
 from gateway.providers.seam import CallHooks
@@ -114,7 +115,7 @@ class RunObserver:
         session_id: str,
         endpoint: str,
         model: str,
-        tool_names: frozenset[str],
+        tool_names: Container[str],
         tool_sources: Mapping[str, str] | None = None,
         parent: Context | None = None,
         trace_content: bool = False,
@@ -138,6 +139,8 @@ class RunObserver:
         self._first_event_seen = False
         self.audit = audit
         self.caller = caller
+        self._recording = not isinstance(tracer, UnrecordedTracer)
+        """Spans keep attributes: without an exporter none is built for them."""
         self.span = tracer.start_span(
             "invoke_agent research-gateway",
             context=parent,
@@ -151,7 +154,9 @@ class RunObserver:
                 "gateway.run_id": run_id,
                 "gateway.endpoint": endpoint,
                 "enduser.id": caller,
-            },
+            }
+            if self._recording
+            else None,
         )
         self._context = trace.set_span_in_context(self.span)
         context = self.span.get_span_context()
@@ -173,7 +178,9 @@ class RunObserver:
                 "gen_ai.request.model": call.model,
                 "gen_ai.request.max_tokens": call.max_tokens,
                 "gateway.turn": turn,
-            },
+            }
+            if self._recording
+            else None,
         )
         watch = CallSpan(span, self.metrics, self)
         try:

@@ -6,9 +6,12 @@ everything a model cannot do is refused here, before any SSE header.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from gateway.errors import ValidationFailed
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
 from gateway.providers.anthropic.request import (
+    CallPlan,
     ContextChoice,
     ThinkingChoice,
     plan_run,
@@ -26,6 +29,8 @@ summarising it. In the answer, give figures with their units and periods, and ci
 filings you used (form, filing date, accession number or link). If the tools find nothing \
 or fail, say so plainly. Each message of tool results ends with a note of how many tool \
 rounds you have left: plan your lookups to fit, and answer when none are left."""
+MAX_PLANS = 64
+"""Distinct cached plans per model record (a thinking budget is any number: bounded)."""
 
 
 class RunPlanner:
@@ -45,6 +50,9 @@ class RunPlanner:
             settings.gateway_context_trigger_tokens,
             settings.gateway_context_keep_tool_uses,
         )
+        self._record: ModelRecord | None = None
+        self._plans: dict[Hashable, CallPlan] = {}
+        """The plans made for `_record`, by the request's choices: most runs ask the same."""
 
     async def record(self) -> ModelRecord:
         return await self.catalog.get(self.settings.model)
@@ -53,8 +61,34 @@ class RunPlanner:
         settings = self.settings
         if request.code_execution:
             self._check_code_execution()
-        plan = plan_run(
-            await self.record(),
+        return LoopConfig(
+            plan=await self._plan(request),
+            max_turns=request.max_turns or settings.sdk_max_turns,
+            system=self.system,
+            date=today_text(),  # read per run (a microsecond), so a test can move the day
+            allowed_tools=request.tools,
+            retry=self.retry,
+        )
+
+    async def _plan(self, request: RunRequest) -> CallPlan:
+        """The run's plan: made once per model record and set of choices, then shared (a
+        plan is read only). Runs with an output format or code execution are planned
+        each time: their plans hold the request's own schema and skills."""
+        record = await self.record()
+        if record is not self._record or len(self._plans) >= MAX_PLANS:
+            self._record, self._plans = record, {}
+        if request.output_format is not None or request.code_execution:
+            return self._make_plan(record, request)
+        key = (request.thinking, request.effort, request.parallel_tools)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._make_plan(record, request)
+        return plan
+
+    def _make_plan(self, record: ModelRecord, request: RunRequest) -> CallPlan:
+        settings = self.settings
+        return plan_run(
+            record,
             max_tokens=settings.sdk_max_tokens,
             thinking=self._thinking(request),
             effort=request.effort or settings.sdk_effort,
@@ -66,14 +100,6 @@ class RunPlanner:
             parallel_tools=request.parallel_tools,
             code_execution=request.code_execution,
             skills=request.skills,
-        )
-        return LoopConfig(
-            plan=plan,
-            max_turns=request.max_turns or settings.sdk_max_turns,
-            system=self.system,
-            date=today_text(),  # read here, so a test can move the day
-            allowed_tools=request.tools,
-            retry=self.retry,
         )
 
     def _check_code_execution(self) -> None:

@@ -48,7 +48,7 @@ class RunWiring:
             session_id=run.session_id,
             endpoint=endpoint,
             model=settings.model,
-            tool_names=frozenset(registry.names()),
+            tool_names=registry,  # a snapshot: its names do not change (no copy a run)
             tool_sources=registry.sources(),
             parent=parent,
             trace_content=settings.gateway_trace_content,

@@ -1,0 +1,177 @@
+"""Case 1e: a run's whole-process cost, user and kernel, beside its instructions.
+
+Case 1c reads the process clock (user + kernel together) and case 1d counts user-space
+instructions only; a change that moves work into the kernel (more writes, more wake-ups)
+or out of Python's user space shows in neither as such. This case reads, for the same
+one-delta runs, `utime` and `stime` of `/proc/<pid>/stat` separately for the gateway, the
+floor (`relay-raw`) and the gateway as it was a round ago (`ROUND_REV`, from its own tree),
+measured in turn (the order rotates each repetition; a ratio is the median of
+per-repetition ratios), then each one's instructions a run under callgrind as case 1d
+counts them. The total is the scheduler's run time (`/proc/<pid>/schedstat`, nanoseconds);
+`utime` and `stime` (clock ticks of 10 ms, too coarse for a run) give the kernel's share.
+Without valgrind the instruction column says so; the CPU part still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from pathlib import Path
+
+from bench.case_instructions import count_instructions
+from bench.common import median, schedstat
+from bench.procs import ROOT, Proc, source_tree
+from bench.run import ROUND_REV, ROUND_SYSTEM, Bench, Row, settle
+from bench.script import Scenario
+
+RATE = 100.0
+"""Run starts a second, as case 1c."""
+TITLE = "Whole-process CPU per run, user + kernel (/proc)"
+
+
+async def run_cost(bench: Bench) -> None:
+    reps, runs = bench.pick(2, 4), bench.pick(300, 600)
+    with source_tree(ROUND_REV) as old:
+        roots = {"gateway": ROOT, "relay-raw": ROOT}
+        if old is not None:
+            roots[ROUND_SYSTEM] = old
+        ticks = await _cpu(bench, roots, reps, runs)
+        counts = await _instructions(bench, roots)
+    bench.details["run_cost"] = {
+        "runs": runs,
+        "reps": reps,
+        "round_rev": ROUND_REV,
+        "instructions": counts,
+        "user_us": {k: [u for u, _ in v] for k, v in ticks.items()},
+        "kernel_us": {k: [s for _, s in v] for k, v in ticks.items()},
+    }
+    _rows(bench, ticks, counts)
+
+
+async def _cpu(
+    bench: Bench, roots: dict[str, Path], reps: int, runs: int
+) -> dict[str, list[tuple[float, float]]]:
+    """(user, kernel) microseconds a run, per system and repetition."""
+    one = Scenario(n=1)
+    out: dict[str, list[tuple[float, float]]] = {name: [] for name in roots}
+    async with contextlib.AsyncExitStack() as stack:
+        procs = {}
+        for name, root in roots.items():
+            procs[name] = await stack.enter_async_context(bench.system(name, root=root))
+        await settle(bench.pick(5.0, 30.0), window_s=bench.pick(1.0, 2.0))
+        names = list(procs)
+        for rep in range(reps):
+            for name in names[rep % len(names) :] + names[: rep % len(names)]:
+                before = _stat(procs[name])
+                await bench.load(procs[name], one, streams=runs, ramp_s=runs / RATE)
+                out[name].append(_split(before, _stat(procs[name]), runs))
+    return out
+
+
+def _stat(proc: Proc) -> tuple[int, int, int]:
+    """`utime` and `stime` (clock ticks) and the nanoseconds run (`schedstat`) of `proc`,
+    all its threads."""
+    with open(f"/proc/{proc.pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12]), schedstat(proc.pid)[0]
+
+
+def _split(
+    before: tuple[int, int, int], after: tuple[int, int, int], runs: int
+) -> tuple[float, float]:
+    """(user, kernel) microseconds a run. The total is the scheduler's (nanoseconds); the
+    kernel's share of it is `stime`'s of the ticks (10 ms each: a few dozen a load)."""
+    user, kernel, ran = (a - b for a, b in zip(after, before, strict=True))
+    total_us = ran / 1e3 / runs
+    share = kernel / (user + kernel) if user + kernel else 0.0
+    return total_us * (1 - share), total_us * share
+
+
+async def _instructions(bench: Bench, roots: dict[str, Path]) -> dict[str, float]:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        return {}
+    counts: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, root in roots.items():
+            with contextlib.suppress(RuntimeError):  # an old tree may not start: left out
+                counts[name] = await count_instructions(bench, name, root, Path(folder) / name)
+    return counts
+
+
+def _rows(
+    bench: Bench, ticks: dict[str, list[tuple[float, float]]], counts: dict[str, float]
+) -> None:
+    total = {name: [u + s for u, s in values] for name, values in ticks.items()}
+    gateway = median(total["gateway"])
+    targets = {"relay-raw": (1.5, "<= 1.5x"), ROUND_SYSTEM: (1.0, "<= 1x")}
+    for ref, (limit, label) in targets.items():
+        if ref not in total:
+            bench.add(
+                Row(
+                    "1e",
+                    TITLE,
+                    gateway,
+                    "us",
+                    ref,
+                    float("nan"),
+                    note=f"{ref} not measured: commit not in this clone",
+                )
+            )
+            continue
+        ratio = median([g / r for g, r in zip(total["gateway"], total[ref], strict=True)])
+        bench.add(
+            Row(
+                "1e",
+                TITLE,
+                gateway,
+                "us",
+                ref,
+                median(total[ref]),
+                f"{label} {ref}",
+                ratio <= limit,
+                ratio=ratio,
+            )
+        )
+    kernel = median([s for _, s in ticks["gateway"]])
+    bench.add(
+        Row(
+            "1e",
+            "Kernel part of a run (stime)",
+            kernel,
+            "us",
+            "relay-raw",
+            median([s for _, s in ticks["relay-raw"]]),
+        )
+    )
+    for ref in ("relay-raw", ROUND_SYSTEM):
+        if "gateway" in counts and ref in counts:
+            bench.add(
+                Row(
+                    "1e",
+                    "Instructions per run (callgrind, user space)",
+                    counts["gateway"],
+                    "",
+                    ref,
+                    counts[ref],
+                )
+            )
+
+
+def run_cost_table(bench: Bench) -> list[list[str]]:
+    """Case 1e per system: user, kernel and instructions a run (medians)."""
+    data = bench.details["run_cost"]
+    rows = []
+    for name, user in data["user_us"].items():
+        kernel = data["kernel_us"][name]
+        count = data["instructions"].get(name)
+        rows.append(
+            [
+                name,
+                f"{median(user):.0f}",
+                f"{median(kernel):.0f}",
+                f"{median(user) + median(kernel):.0f}",
+                "–" if count is None else f"{count:,.0f}",
+            ]
+        )
+    return rows
