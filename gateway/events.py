@@ -73,10 +73,24 @@ ToolPhase = Literal[
     "tool_start", "tool_input_delta", "tool_use", "tool_executing", "tool_result", "tool_error"
 ]
 EventType = Literal[
-    "system_info", "system_init", "turn_start", "thinking_start", "thinking", "thinking_signature",
-    "thinking_complete", "delta", "citation", "tool_call", "turn_complete", "warning",
-    "final", "error", "file", "figures",
-]  # fmt: skip
+    "system_info",
+    "system_init",
+    "turn_start",
+    "thinking_start",
+    "thinking",
+    "thinking_signature",
+    "thinking_complete",
+    "delta",
+    "citation",
+    "tool_call",
+    "turn_complete",
+    "warning",
+    "context_edited",
+    "final",
+    "error",
+    "file",
+    "figures",
+]
 
 
 class _Stamped(TypedDict):
@@ -258,10 +272,24 @@ class Error(_Stamped):
 
 
 Event = (
-    SystemInfo | SystemInit | TurnStart | ThinkingStart | ThinkingDelta | ThinkingSignature
-    | ThinkingComplete | Delta | Citation | ToolCall | TurnComplete | Warning | ContextEdited
-    | Final | Error | File | Figures
-)  # fmt: skip
+    SystemInfo
+    | SystemInit
+    | TurnStart
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingSignature
+    | ThinkingComplete
+    | Delta
+    | Citation
+    | ToolCall
+    | TurnComplete
+    | Warning
+    | ContextEdited
+    | Final
+    | Error
+    | File
+    | Figures
+)
 
 
 def now_iso() -> str:
@@ -335,9 +363,13 @@ def tool_call(phase: ToolPhase, tool: dict[str, Any], turn: int, **fields: Any) 
 
 
 def turn_complete(
-    turn: int, tool_count: int, stop_reason: str | None, usage: dict[str, int], upstream: str,
+    turn: int,
+    tool_count: int,
+    stop_reason: str | None,
+    usage: dict[str, int],
+    upstream: str,
     cost_usd: float | None = None,
-) -> TurnComplete:  # fmt: skip
+) -> TurnComplete:
     """After each model call and its tools; `usage` is this call's, `upstream` who answered,
     `cost_usd` what it cost."""
     return {
@@ -352,15 +384,21 @@ def turn_complete(
 
 
 def context_edited(
-    turn: int, strategy: str, cleared_input_tokens: int | None, cleared_tool_uses: int | None,
+    turn: int,
+    strategy: str,
+    cleared_input_tokens: int | None,
+    cleared_tool_uses: int | None,
     **fields: Any,
-) -> ContextEdited:  # fmt: skip
+) -> ContextEdited:
     """The conversation was compacted or cleared (by the API, or by the gateway itself)."""
     event = {
-        "type": "context_edited", "turn": turn, "strategy": strategy,
-        "cleared_input_tokens": cleared_input_tokens, "cleared_tool_uses": cleared_tool_uses,
+        "type": "context_edited",
+        "turn": turn,
+        "strategy": strategy,
+        "cleared_input_tokens": cleared_input_tokens,
+        "cleared_tool_uses": cleared_tool_uses,
         **fields,
-    }  # fmt: skip
+    }
     return cast(ContextEdited, event)
 
 
@@ -375,9 +413,13 @@ def file(
 ) -> File:
     """A file code execution made in `turn` (its metadata as the Files API gave it)."""
     return {
-        "type": "file", "file_id": file_id, "filename": filename, "mime_type": mime_type,
-        "size_bytes": size_bytes, "turn": turn,
-    }  # fmt: skip
+        "type": "file",
+        "file_id": file_id,
+        "filename": filename,
+        "mime_type": mime_type,
+        "size_bytes": size_bytes,
+        "turn": turn,
+    }
 
 
 def figures(found: list[dict[str, Any]], counts: dict[str, int]) -> Figures:

@@ -21,8 +21,11 @@ class _Fold:
         self.calls: dict[str, dict[str, Any]] = {}
         self.costs: list[float | None] = []
         self.result: Folded = {
-            "text": "", "thinkingBlocks": self.thinking, "signatures": [], "citations": [],
-        }  # fmt: skip
+            "text": "",
+            "thinkingBlocks": self.thinking,
+            "signatures": [],
+            "citations": [],
+        }
 
     def add(self, event: dict[str, Any]) -> None:
         kind = cast(EventType, event["type"])
@@ -46,9 +49,15 @@ class _Fold:
             case "final" | "error":
                 self.result.update(_fold_terminal(event))
             case (
-                "thinking" | "thinking_signature" | "thinking_complete" | "turn_start"
-                | "turn_complete" | "warning" | "system_init" | "figures"
-            ):  # fmt: skip
+                "thinking"
+                | "thinking_signature"
+                | "thinking_complete"
+                | "turn_start"
+                | "turn_complete"
+                | "warning"
+                | "system_init"
+                | "figures"
+            ):
                 self._progress(event)
             case _:
                 assert_never(kind)

@@ -46,10 +46,18 @@ class AccessLog(AbstractAccessLogger):
         left = request.get(LEFT)
         self.logger.info(
             '%s [%s] "%s %s HTTP/%d.%d" %d %d "%s" "%s"%s',
-            request.remote or "-", started, request.method, request.path_qs, version.major,
-            version.minor, response.status, sent, headers.get("Referer", "-"),
-            headers.get("User-Agent", "-"), "" if left is None else " " + left,
-        )  # fmt: skip
+            request.remote or "-",
+            started,
+            request.method,
+            request.path_qs,
+            version.major,
+            version.minor,
+            response.status,
+            sent,
+            headers.get("Referer", "-"),
+            headers.get("User-Agent", "-"),
+            "" if left is None else " " + left,
+        )
 
     def _started(self, when: float) -> str:
         second = int(when)

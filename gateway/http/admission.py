@@ -148,9 +148,12 @@ def run_audit(app: web.Application, run: Run) -> RunAudit | None:
 
 
 async def start_run(
-    request: web.Request, run_request: RunRequest, config: LoopConfig, endpoint: str,
+    request: web.Request,
+    run_request: RunRequest,
+    config: LoopConfig,
+    endpoint: str,
     parent: object,
-) -> Run:  # fmt: skip
+) -> Run:
     """Start a validated run for its caller's key (`run_request.caller`), admitted by
     `admit`, owned by it, its slot held until the run's task ends."""
     app = request.app

@@ -161,9 +161,12 @@ def _int_param(name: str, value: str) -> int:
 
 
 def parse_run_request(
-    data: Any, settings: Settings, tool_names: list[str], request_id: str,
+    data: Any,
+    settings: Settings,
+    tool_names: list[str],
+    request_id: str,
     caller: str = ANONYMOUS,
-) -> RunRequest:  # fmt: skip
+) -> RunRequest:
     if not isinstance(data, dict):
         raise ValidationFailed("The request body must be a JSON object")
     try:

@@ -71,8 +71,14 @@ class _Refused(Exception):
         self.status = status
 
 
-def _rpc(message_id: Any, *, result: Any = None, error: dict[str, Any] | None = None,
-         status: int = 200, headers: dict[str, str] | None = None) -> web.Response:  # fmt: skip
+def _rpc(
+    message_id: Any,
+    *,
+    result: Any = None,
+    error: dict[str, Any] | None = None,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": message_id}
     if error is not None:
         body["error"] = error
@@ -114,8 +120,7 @@ async def post(request: web.Request) -> web.Response:
     try:
         message = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return _rpc(None, error=_error(PARSE_ERROR, "Parse error"),
-                    status=400)  # fmt: skip
+        return _rpc(None, error=_error(PARSE_ERROR, "Parse error"), status=400)
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         error = _error(INVALID_REQUEST, "One JSON-RPC 2.0 message")
         return _rpc(None, error=error, status=400)
@@ -210,9 +215,13 @@ async def _call(
     async with _within_limits(request):
         with tracer.start_as_current_span(
             f"execute_tool {name}",
-            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                        "gen_ai.tool.type": "function", "gateway.mcp_session": session_id},
-        ) as span:  # fmt: skip
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.type": "function",
+                "gateway.mcp_session": session_id,
+            },
+        ) as span:
             outcome = await registry.call(name, arguments, ctx)
             if outcome.is_error:
                 span.set_attribute("error.type", outcome.error_type or "tool_error")
@@ -222,9 +231,12 @@ async def _call(
 
 
 def _count(
-    request: web.Request, name: str, arguments: dict[str, Any], outcome: ToolOutcome,
+    request: web.Request,
+    name: str,
+    arguments: dict[str, Any],
+    outcome: ToolOutcome,
     session_id: str,
-) -> None:  # fmt: skip
+) -> None:
     """The tool metrics and the audit line, as a run's tool call has them."""
     app = request.app
     metrics = app[keys.METRICS]
@@ -238,9 +250,13 @@ def _count(
     if keys.AUDIT in app:
         audit = RunAudit(app[keys.AUDIT], caller_of(request), request[keys.REQUEST_ID], session_id)
         audit.tool_call(
-            name, arguments, result_bytes=len(outcome.content.encode()),
-            is_error=outcome.is_error, duration_ms=outcome.duration_ms, outcome=result or "error",
-        )  # fmt: skip
+            name,
+            arguments,
+            result_bytes=len(outcome.content.encode()),
+            is_error=outcome.is_error,
+            duration_ms=outcome.duration_ms,
+            outcome=result or "error",
+        )
 
 
 async def delete(request: web.Request) -> web.Response:

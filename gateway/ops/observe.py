@@ -234,10 +234,13 @@ class RunObserver:
             m.tool_duration_s.labels(label).observe(outcome.duration_ms / 1000)
         if self.audit is not None:
             self.audit.tool_call(
-                name, tool_input, result_bytes=len(outcome.content.encode()),
-                is_error=outcome.is_error, duration_ms=outcome.duration_ms,
+                name,
+                tool_input,
+                result_bytes=len(outcome.content.encode()),
+                is_error=outcome.is_error,
+                duration_ms=outcome.duration_ms,
                 outcome=result or "error",
-            )  # fmt: skip
+            )
 
     def audit_server_tools(self, content: list[dict[str, Any]]) -> None:
         """Tools the API ran itself get their audit line as the gateway's own do."""
@@ -252,9 +255,13 @@ class RunObserver:
             result = results.get(block["id"], {}).get("content")
             failed = isinstance(result, dict) and str(result.get("type", "")).endswith("_error")
             self.audit.tool_call(
-                block["name"], block.get("input"), result_bytes=len(orjson.dumps(result)),
-                is_error=failed, duration_ms=0.0, outcome="error" if failed else "success",
-            )  # fmt: skip
+                block["name"],
+                block.get("input"),
+                result_bytes=len(orjson.dumps(result)),
+                is_error=failed,
+                duration_ms=0.0,
+                outcome="error" if failed else "success",
+            )
 
     def wrap_up(self, reason: str) -> None:
         self.span.add_event("wrap_up", {"reason": reason})
