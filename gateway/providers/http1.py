@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ KEEPALIVE_S = 5.0
 ERROR_BODY_LIMIT = 1 << 20  # an error answer's body is kept whole up to this
 HEAD_LIMIT = 64 << 10  # a response's status line and headers, as aiohttp and h11 cap them
 PROXY_SCHEMES = ("http", "https")
+_STATUS_LINE = re.compile(r"HTTP/1\.[01] ([0-9]{3})(?: .*)?")
 
 
 class Timeout(TimeoutError):
@@ -198,6 +200,12 @@ def _proxy_auth(proxy: URL) -> list[str]:
     return [f"Proxy-Authorization: Basic {base64.b64encode(credentials).decode()}"]
 
 
+def _connect_status(status_line: str) -> int | None:
+    """The status of a proxy's answer to CONNECT, None for what is not an HTTP/1.x one."""
+    match = _STATUS_LINE.fullmatch(status_line)
+    return int(match[1]) if match else None
+
+
 def _too_large(size: int) -> str:
     return f"the upstream's answer has a head of {size}+ bytes (the limit is {HEAD_LIMIT})"
 
@@ -349,9 +357,12 @@ class _Connection(asyncio.Protocol):
             return
         self._in_head = False
         status_line = self._tunnel_buffer.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = status_line.split(" ", 2)
         tunnel, self._tunnel = self._tunnel, None
-        if len(parts) < 2 or parts[1] != "200":
+        status = _connect_status(status_line)
+        if status is None:
+            message = f"the proxy's answer to CONNECT is not HTTP/1.1: {status_line[:80]!r}"
+            tunnel.set_exception(ProtocolError(message))
+        elif status // 100 != 2:  # any 2xx opens the tunnel (RFC 9110, 9.3.6)
             tunnel.set_exception(ConnectionRefusedError(f"the proxy answered {status_line!r}"))
         else:
             tunnel.set_result(None)
@@ -401,7 +412,7 @@ class _Connection(asyncio.Protocol):
                     self._error = exc
                     raise
         elif len(answer.body) < ERROR_BODY_LIMIT:
-            answer.body += body
+            answer.body += body[: ERROR_BODY_LIMIT - len(answer.body)]
 
     def on_message_complete(self) -> None:
         if self._informational:
