@@ -186,11 +186,17 @@ async def test_a_proxy_that_refuses_is_a_refused_connection(answer: bytes) -> No
     assert proxy.lines == ["CONNECT upstream.test:443 HTTP/1.1"]
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", b"HTTP/2 200\r\n\r\n", b"HTTP/1.1 2000 OK\r\n\r\n",
-     b"HTTP/1.1 20x OK\r\n\r\n", b"HTTP/1.1 200x\r\n\r\n", b"xHTTP/1.1 200 OK\r\n\r\n"],
-)  # fmt: skip
+NOT_HTTP = [
+    b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+    b"HTTP/2 200\r\n\r\n",
+    b"HTTP/1.1 2000 OK\r\n\r\n",
+    b"HTTP/1.1 20x OK\r\n\r\n",
+    b"HTTP/1.1 200x\r\n\r\n",
+    b"xHTTP/1.1 200 OK\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("answer", NOT_HTTP)
 async def test_a_proxy_answer_that_is_not_http_is_a_protocol_error(answer: bytes) -> None:
     failed, _ = await connect_fails(answers(answer))
     assert type(failed) is ProtocolError
