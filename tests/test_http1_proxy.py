@@ -29,6 +29,7 @@ class ScriptedProxy:
         self.script = script
         self.upstream_port = upstream_port
         self.lines: list[str] = []
+        self.heads: list[bytes] = []
         self.closed = asyncio.Event()
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -36,6 +37,7 @@ class ScriptedProxy:
         self.tasks.add(asyncio.current_task())  # type: ignore[arg-type]
         try:
             head = await reader.readuntil(b"\r\n\r\n")
+            self.heads.append(head)
             self.lines.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
             await self.script(reader, writer)
             if not writer.is_closing():

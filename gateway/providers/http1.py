@@ -18,7 +18,8 @@ Against an upstream that misbehaves: informational answers (100, 103) are skippe
 redirect is not followed and a 101 not taken (both come back as an `Answer`); a head over
 `HEAD_LIMIT` or a body in an encoding other than the `identity` asked for is a
 `ProtocolError`; an error answer cut short keeps its status. A CR, LF or NUL in a header
-to send is refused before anything is sent.
+to send is refused before anything is sent. Bytes on an idle connection (a 408 before the
+server closes it) end it rather than wait there for the next request.
 """
 
 from __future__ import annotations
@@ -312,6 +313,10 @@ class _Connection(asyncio.Protocol):
                 )
 
     def data_received(self, data: bytes) -> None:
+        if self._done is None and self._tunnel is None:
+            # Bytes nobody asked for (a 408 on an idle connection): it cannot be reused.
+            self.close()
+            return
         if self._in_head:  # counted against HEAD_LIMIT; the body's reads are not
             self._head_data(data)
             return
