@@ -1,0 +1,76 @@
+"""How the tool loop ends where it decides itself, end to end (gateway -> real SDK -> fake
+Anthropic over HTTP): a history still over the window after the gateway's clearing, the
+`pause_turn` continuations it allows, and the doom loop's warning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory, stream
+from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.fakes.models import model_info
+from tests.test_loop_limits import cleared_tokens, clears
+
+TINY_WINDOW = 1_200  # one `big` result of 5,000 characters is over it (about 1,250 tokens)
+
+
+@pytest.fixture
+def fake() -> FakeAnthropic:
+    fake = FakeAnthropic()
+    tiny = model_info("claude-tiny", max_input_tokens=TINY_WINDOW, compaction=False, editing=False)
+    fake.models["claude-tiny"] = tiny
+    return fake
+
+
+async def test_a_history_over_the_window_after_clearing_ends_the_run_with_the_clearing(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    # Two results in one round: the older is cleared, the newer alone is over the window.
+    client = await make_gateway(sdk_model="claude-tiny", gateway_context_keep_tool_uses=1)
+    two = Reply([ToolUse("big", {"size": 5_000}), ToolUse("big", {"size": 4_999})])
+    fake.add(two, Reply([Text("never asked for")]))
+    events = await stream(client, query="x")
+    assert clears(events) == [(2, "gateway_clear", cleared_tokens(5_000), 1)]
+    assert [e["type"] for e in events[-3:]] == ["turn_complete", "context_edited", "final"]
+    final = events[-1]
+    assert (final["outcome"], final["turns"], len(fake.requests)) == ("context_exceeded", 1, 1)
+    assert not fake.rejected
+
+
+@pytest.mark.parametrize(("max_turns", "calls"), [(1, 7), (2, 8)])
+async def test_pause_turn_is_continued_five_times_past_the_tool_rounds(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, max_turns: int, calls: int
+) -> None:
+    fake.add(*[Reply([Text(f"part {n}")], stop_reason="pause_turn") for n in range(10)])
+    client = await make_gateway(sdk_max_turns=max_turns)
+    events = await stream(client, query="x")
+    final = events[-1]
+    assert (final["turns"], len(fake.requests)) == (calls, calls)
+    assert final["stop_reason"] == "pause_turn" and final["outcome"] == "completed"
+
+
+def warnings(events: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    return [(e["code"], e["message"], e["turns"]) for e in events if e["type"] == "warning"]
+
+
+async def test_the_doom_loop_warning_says_what_happened(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_max_turns=10)
+    fake.add(*[Reply([ToolUse("echo", {"text": "same"})]) for _ in range(3)], Reply([Text("k")]))
+    events = await stream(client, query="x")
+    message = "The model asked for the same tool calls 3 turns in a row"
+    assert warnings(events) == [("doom_loop", message, 3)]
+
+
+async def test_different_calls_in_between_start_the_count_again(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_max_turns=10)
+    texts = ["a", "a", "b", "a", "a", "a"]
+    fake.add(*[Reply([ToolUse("echo", {"text": t})]) for t in texts], Reply([Text("k")]))
+    events = await stream(client, query="x")
+    assert [(code, turns) for code, _, turns in warnings(events)] == [("doom_loop", 6)]
+    assert events[-1]["outcome"] == "doom_loop" and len(fake.requests) == 7
