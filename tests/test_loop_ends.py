@@ -1,17 +1,26 @@
 """How the tool loop ends where it decides itself, end to end (gateway -> real SDK -> fake
 Anthropic over HTTP): a history still over the window after the gateway's clearing, the
-`pause_turn` continuations it allows, and the doom loop's warning."""
+`pause_turn` continuations it allows, the doom loop's and max_turns' warnings; and what a
+tool is told of its call."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestServer
+from pytest_aiohttp import AiohttpClient
 
-from tests.conftest import GatewayFactory, stream
+from gateway.http.app import create_app
+from gateway.ops.metrics import Metrics
+from gateway.runs.tools import StaticToolset
+from tests.conftest import GatewayFactory, settings_for, stream
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tests.fakes.models import model_info
+from tests.fakes.tools import Echo
 from tests.test_loop_limits import cleared_tokens, clears
+from tools.base import Tool, ToolContext, ToolInput
+from tools.registry import ToolRegistry
 
 TINY_WINDOW = 1_200  # one `big` result of 5,000 characters is over it (about 1,250 tokens)
 
@@ -74,3 +83,39 @@ async def test_different_calls_in_between_start_the_count_again(
     events = await stream(client, query="x")
     assert [(code, turns) for code, _, turns in warnings(events)] == [("doom_loop", 6)]
     assert events[-1]["outcome"] == "doom_loop" and len(fake.requests) == 7
+
+
+async def test_the_max_turns_warning_names_the_turn(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_max_turns=2)
+    fake.add(*[Reply([ToolUse("echo", {"text": t})]) for t in "ab"], Reply([Text("k")]))
+    events = await stream(client, query="x")
+    assert warnings(events) == [("max_turns", "Max turns reached", 2)]
+
+
+class WhoInput(ToolInput):
+    pass
+
+
+class Who(Tool[WhoInput]):
+    """Say which call this is."""
+
+    name = "who"
+    input_model = WhoInput
+
+    async def run(self, args: WhoInput, ctx: ToolContext) -> str:
+        return f"{ctx.tool_use_id} {ctx.run_id} {ctx.services['note']}"
+
+
+async def test_a_tool_is_told_its_call_its_run_and_the_services(
+    fake: FakeAnthropic, fake_server: TestServer, metrics: Metrics, aiohttp_client: AiohttpClient
+) -> None:
+    registry = ToolRegistry([Who(), Echo()], timeout_s=1.0)
+    toolset = StaticToolset(registry, services={"note": "shared"}, backends={"test": "local"})
+    app = create_app(settings_for(fake_server), toolset=toolset, metrics=metrics)
+    client = await aiohttp_client(app)
+    fake.add(Reply([ToolUse("who", {})]), Reply([Text("k")]))
+    events = await stream(client, query="x")
+    [result] = [e for e in events if e.get("phase") == "tool_result"]
+    assert result["preview"] == f"{result['tool']['id']} {events[-1]['run_id']} shared"
