@@ -354,13 +354,11 @@ class _Connection(asyncio.Protocol):
     def _tunnel_data(self, data: bytes) -> None:
         assert self._tunnel is not None
         self._tunnel_buffer += data
-        end = self._tunnel_buffer.find(b"\r\n\r\n")
-        if end < 0:
+        if b"\r\n\r\n" not in self._tunnel_buffer:
             if len(self._tunnel_buffer) > HEAD_LIMIT:
                 tunnel, self._tunnel = self._tunnel, None
                 tunnel.set_exception(ProtocolError(_too_large(len(self._tunnel_buffer))))
             return
-        self._in_head = False
         status_line = self._tunnel_buffer.split(b"\r\n", 1)[0].decode("latin-1")
         tunnel, self._tunnel = self._tunnel, None
         status = _connect_status(status_line)
