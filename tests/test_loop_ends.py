@@ -65,13 +65,14 @@ def warnings(events: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 
 
 async def test_the_doom_loop_warning_says_what_happened(
-    make_gateway: GatewayFactory, fake: FakeAnthropic
+    make_gateway: GatewayFactory, fake: FakeAnthropic, metrics: Metrics
 ) -> None:
     client = await make_gateway(sdk_max_turns=10)
     fake.add(*[Reply([ToolUse("echo", {"text": "same"})]) for _ in range(3)], Reply([Text("k")]))
     events = await stream(client, query="x")
     message = "The model asked for the same tool calls 3 turns in a row"
     assert warnings(events) == [("doom_loop", message, 3)]
+    assert metrics.registry.get_sample_value("sdk_max_turns_reached_total") == 0
 
 
 async def test_different_calls_in_between_start_the_count_again(
@@ -85,13 +86,14 @@ async def test_different_calls_in_between_start_the_count_again(
     assert events[-1]["outcome"] == "doom_loop" and len(fake.requests) == 7
 
 
-async def test_the_max_turns_warning_names_the_turn(
-    make_gateway: GatewayFactory, fake: FakeAnthropic
+async def test_the_max_turns_warning_names_the_turn_and_is_counted(
+    make_gateway: GatewayFactory, fake: FakeAnthropic, metrics: Metrics
 ) -> None:
     client = await make_gateway(sdk_max_turns=2)
     fake.add(*[Reply([ToolUse("echo", {"text": t})]) for t in "ab"], Reply([Text("k")]))
     events = await stream(client, query="x")
     assert warnings(events) == [("max_turns", "Max turns reached", 2)]
+    assert metrics.registry.get_sample_value("sdk_max_turns_reached_total") == 1
 
 
 class WhoInput(ToolInput):
