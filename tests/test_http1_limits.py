@@ -37,10 +37,24 @@ def padded_head(size: int) -> bytes:
     return STATUS + CHUNKED + b"X-Padding: " + b"p" * pad + b"\r\n"
 
 
-@pytest.mark.parametrize("over", [0, 1], ids=["at the cap", "one byte over"])
-async def test_a_head_is_counted_as_on_the_wire(over: int) -> None:
+@pytest.mark.parametrize(
+    ("over", "pause"),
+    [(0, False), (0, True), (1, False)],
+    ids=["at the cap", "at the cap, its end read later", "one byte over"],
+)
+async def test_a_head_is_counted_as_on_the_wire(over: int, pause: bool) -> None:
+    # Read as it comes (the end of the head held back a moment) or parsed, the head's
+    # bytes are the cap's, not one more.
     body = b"%x\r\n%b\r\n0\r\n\r\n" % (len(SSE), SSE)
-    server = Server(answer_with(padded_head(HEAD_LIMIT + over) + b"\r\n" + body))
+    parts = (padded_head(HEAD_LIMIT + over), b"\r\n" + body)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.05 if pause else 0)
+
+    server = Server(answer if pause else answer_with(b"".join(parts)))
     async with server.running() as url:
         http = client()
         try:

@@ -120,7 +120,7 @@ class HTTP1Client:
             except BaseException:
                 conn.close()
                 raise
-            if conn.reusable:
+            if conn.reusable and not conn.closed:
                 conn.idle_since = asyncio.get_running_loop().time()
                 conn.idle_in = self._idle.setdefault(key, [])
                 conn.idle_in.append(conn)
@@ -249,8 +249,9 @@ class _Connection(asyncio.Protocol):
     async def exchange(
         self, request: bytes, on_body: Callable[[bytes], None], received: dict[str, str] | None
     ) -> Answer | None:
-        if self.closed or self.transport is None:
+        if self.closed:
             raise _NothingReceived
+        assert self.transport is not None
         self._done = self._loop.create_future()
         self._on_body, self._answer = on_body, None
         self._headers = received if received is not None else {}
@@ -414,22 +415,22 @@ class _Connection(asyncio.Protocol):
                 except BaseException as exc:  # the caller's, as it raised it
                     self._error = exc
                     raise
-        elif len(answer.body) < ERROR_BODY_LIMIT:
+        else:
             answer.body += body[: ERROR_BODY_LIMIT - len(answer.body)]
 
     def on_message_complete(self) -> None:
         if self._informational:
             self._informational = False
             return
-        answer = self._answer
-        self.reusable = (
-            not self._until_close
-            and self._parser.should_keep_alive()
-            and (answer is None or answer.status != 101)
-        )
         done = self._done
-        if done is not None and not done.done():
-            done.set_result(self._answer)
+        if done is None or done.done():  # a second answer to one request: out of step
+            self.reusable = False
+            return
+        # A body that ends with the connection, or a 101 (the parser stops after it),
+        # leaves the connection closed: `post` does not keep it.
+        self.reusable = self._parser.should_keep_alive()
+        answer, self._answer, self._on_body = self._answer, None, None
+        done.set_result(answer)  # what follows in the same read is no part of it
 
     # -- failures
 

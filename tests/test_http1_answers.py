@@ -1,0 +1,89 @@
+"""What the model call's HTTP/1.1 client makes of an answer's head, on real sockets: the
+headers handed to the caller, informational answers in reads of their own, the first
+status that is not success, an empty `Content-Encoding`, and a second answer to one
+request."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.providers.http1 import Answer
+from tests.test_http1 import SSE, Handler, Server, answer_with, chunked, client, post
+
+
+def in_reads(*parts: bytes) -> Handler:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    return answer
+
+
+async def test_the_answers_headers_are_handed_over_as_they_arrive() -> None:
+    server = Server(answer_with(chunked(SSE)))
+    async with server.running() as url:
+        http = client()
+        received: dict[str, str] = {}
+        try:
+            await http.post(url, b"{}", {}, bytearray().extend, received)
+        finally:
+            await http.close()
+    assert received == {"content-type": "text/event-stream", "transfer-encoding": "chunked"}
+
+
+async def test_informational_answers_in_their_own_reads_wait_for_the_final_one() -> None:
+    server = Server(
+        in_reads(
+            b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\n\r\n", chunked(SSE)
+        )
+    )
+    async with server.running() as url:
+        http = client()
+        try:
+            assert await post(http, url) == (None, SSE)
+            assert await post(http, url) == (None, SSE)
+        finally:
+            await http.close()
+    assert server.connections == 1
+
+
+async def test_300_is_the_first_status_that_is_not_streamed() -> None:
+    choices = b"HTTP/1.1 300 Multiple Choices\r\nContent-Length: 2\r\n\r\nno"
+    server = Server(answer_with(choices))
+    async with server.running() as url:
+        http = client()
+        try:
+            assert await post(http, url) == (Answer(300, {"content-length": "2"}, b"no"), b"")
+        finally:
+            await http.close()
+
+
+async def test_an_empty_content_encoding_is_identity() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: \r\nTransfer-Encoding: chunked\r\n\r\n"
+    server = Server(answer_with(head + chunked(SSE).split(b"\r\n\r\n", 1)[1]))
+    async with server.running() as url:
+        http = client()
+        try:
+            assert await post(http, url) == (None, SSE)
+        finally:
+            await http.close()
+
+
+async def test_a_second_answer_to_one_request_is_not_taken_and_ends_the_connection() -> None:
+    error = b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\noops"
+    for first, second in [(chunked(SSE), chunked(b"x")), (error, chunked(b"x"))]:
+        server = Server(answer_with(first + second))
+        async with server.running() as url:
+            http = client()
+            try:
+                answer, body = await post(http, url)
+                await asyncio.wait_for(server.disconnected.wait(), 5)
+            finally:
+                await http.close()
+        if answer is None:
+            assert body == SSE
+        else:
+            assert (answer.status, answer.body, body) == (500, b"oops", b"")
+        assert server.connections == 1
