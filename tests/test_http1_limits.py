@@ -166,8 +166,63 @@ async def test_a_body_without_a_length_ended_by_a_reset_is_not_complete() -> Non
         http = client()
         received = bytearray()
         try:
-            with pytest.raises(ConnectionResetError, match="mid-answer"):
+            with pytest.raises(ConnectionResetError) as cut:
                 await http.post(url, b"{}", {}, received.extend)
         finally:
             await http.close()
     assert received == SSE
+    assert str(cut.value).startswith("the upstream closed the connection mid-answer: [Errno")
+
+
+async def test_a_head_line_that_never_ends_is_refused_with_what_was_read() -> None:
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(STATUS + b"X-Endless: ")
+        for _ in range(HEAD_LIMIT // 4_096 + 2):
+            writer.write(b"v" * 4_096)
+            await writer.drain()
+            await asyncio.sleep(0)
+        await reader.read()
+
+    server = Server(endless)
+    async with server.running() as url:
+        http = client()
+        try:
+            with pytest.raises(ProtocolError) as refused:
+                await post(http, url)
+        finally:
+            await http.close()
+    size = int(str(refused.value).split("a head of ")[1].split("+")[0])
+    assert HEAD_LIMIT < size <= HEAD_LIMIT + 4_096 + len(STATUS) + 11
+
+
+async def test_a_server_closing_its_connections_raises_nothing_in_the_loop() -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    server = Server(answer_with(chunked(SSE), close=True))
+    async with server.running() as url:
+        http = client()
+        try:
+            assert await post(http, url) == (None, SSE)
+            await asyncio.wait_for(server.disconnected.wait(), 5)
+            await asyncio.sleep(0.05)  # the close reaches the idle connection
+            assert not http._open and not any(http._idle.values())
+        finally:
+            await http.close()
+            loop.set_exception_handler(None)
+    assert errors == []
+
+
+async def test_a_101_leaves_nothing_open_or_idle_once_answered() -> None:
+    switch = (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    )
+    server = Server(answer_with(switch + b"\x81\x05hello"))
+    async with server.running() as url:
+        http = client()
+        try:
+            answer, _ = await post(http, url)
+            assert not http._open and not any(http._idle.values())  # at once, not later
+        finally:
+            await http.close()
+    assert answer is not None and answer.status == 101

@@ -321,7 +321,6 @@ class _Connection(asyncio.Protocol):
         if self._in_head:  # counted against HEAD_LIMIT; the body's reads are not
             self._head_data(data)
             return
-        self._received = True
         self._last_read = self._loop.time()
         try:
             self._parser.feed_data(data)
