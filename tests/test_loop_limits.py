@@ -69,30 +69,36 @@ async def test_a_window_the_model_does_not_name_never_stops_the_run(
 async def test_repeated_calls_are_answered_not_run(
     make_gateway: GatewayFactory, fake: FakeAnthropic, metrics: Metrics
 ) -> None:
-    # Each round asks for the same two calls, one of them with input that is not JSON.
+    # Each round asks for the same three calls, two of them with input that is not JSON.
     client = await make_gateway(sdk_max_turns=10)
     for _ in range(3):
-        fake.add(Reply([ToolUse("echo", {"text": "same"}), ToolUse("echo", raw_json='{"t')]))
+        bad = [ToolUse("echo", raw_json='{"t'), ToolUse("echo", raw_json="[")]
+        fake.add(Reply([ToolUse("echo", {"text": "same"}), *bad]))
     fake.add(Reply([Text("giving up")]))
     events = await stream(client, query="x")
     errors = of_type(events, "tool_call", "tool_error")
     assert len(of_type(events, "tool_call", "tool_result")) == 2  # rounds 1 and 2 ran
     not_run = [(e["turn"], e["error"] == NOT_RUN) for e in errors]
-    assert not_run == [(1, False), (2, False), (3, True), (3, True)]
+    assert not_run == [(1, False)] * 2 + [(2, False)] * 2 + [(3, True)] * 3
     assert all(e["success"] is False and e["tool"]["name"] == "echo" for e in errors)
-    assert not [e for e in of_type(events, "tool_call", "tool_executing") if e["turn"] == 3]
+    assert {e["duration_ms"] for e in errors} == {0.0}  # none of them ran
+    executing = of_type(events, "tool_call", "tool_executing")
+    assert [(e["turn"], e["tool"]["name"], e["tool"]["input"]) for e in executing] == [
+        (1, "echo", {"text": "same"}),
+        (2, "echo", {"text": "same"}),
+    ]
     answered = unmarked(fake.requests[3]["messages"][-1]["content"])
-    assert [(b["content"], b["is_error"]) for b in answered[:2]] == [(NOT_RUN, True)] * 2
-    assert [b["tool_use_id"] for b in answered[:2]] == [e["tool"]["id"] for e in errors[2:]]
-    assert answered[2]["text"].endswith("no tool rounds are left: answer now from what you have.")
+    assert [(b["content"], b["is_error"]) for b in answered[:3]] == [(NOT_RUN, True)] * 3
+    assert [b["tool_use_id"] for b in answered[:3]] == [e["tool"]["id"] for e in errors[4:]]
+    assert answered[3]["text"].endswith("no tool rounds are left: answer now from what you have.")
     assert fake.requests[3]["tool_choice"] == {"type": "none"}
-    assert events[-1]["outcome"] == "doom_loop" and events[-1]["tool_calls"] == 6
+    assert events[-1]["outcome"] == "doom_loop" and events[-1]["tool_calls"] == 9
     sample = metrics.registry.get_sample_value
     by_outcome = {
         outcome: sample("sdk_tool_invocations_total", {"tool": "echo", "outcome": outcome})
         for outcome in ("success", "invalid_input", "not_run")
     }
-    assert by_outcome == {"success": 2, "invalid_input": 2, "not_run": 2}
+    assert by_outcome == {"success": 2, "invalid_input": 4, "not_run": 3}
 
 
 def big_rounds(fake: FakeAnthropic, sizes: list[int]) -> None:
