@@ -121,3 +121,19 @@ async def test_a_tool_is_told_its_call_its_run_and_the_services(
     events = await stream(client, query="x")
     [result] = [e for e in events if e.get("phase") == "tool_result"]
     assert result["preview"] == f"{result['tool']['id']} {events[-1]['run_id']} shared"
+
+
+async def test_the_deltas_join_to_the_result_with_one_gap_between_turns_with_text(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    # Text, then a round without text, then text in two blocks: one gap, before "Then".
+    client = await make_gateway()
+    fake.add(
+        Reply([Text("First.", 2), ToolUse("echo", {"text": "a"})]),
+        Reply([ToolUse("echo", {"text": "b"})]),
+        Reply([Text("Then", 2), Text(" more.", 3)]),
+    )
+    events = await stream(client, query="x")
+    deltas = [e["text"] for e in events if e["type"] == "delta"]
+    assert "".join(deltas) == events[-1]["result"] == "First.\n\nThen more."
+    assert deltas.count("\n\n") == 1 and deltas[deltas.index("\n\n") + 1].startswith("Th")
