@@ -14,7 +14,7 @@ import trustme
 from yarl import URL
 
 from gateway.providers import http1
-from gateway.providers.http1 import HEAD_LIMIT, ProtocolError
+from gateway.providers.http1 import HEAD_LIMIT, HTTP1Client, ProtocolError
 from tests.test_http1 import SSE, Server, answer_with, chunked, client, post
 from tests.test_http1_proxy import ScriptedProxy, answers, connect_fails, through_proxy
 
@@ -133,6 +133,18 @@ async def test_bytes_on_an_idle_connection_end_it() -> None:
         finally:
             await http.close()
     assert server.connections == 2
+
+
+async def test_without_a_read_timeout_a_connection_serves_one_request_after_another() -> None:
+    server = Server(answer_with(chunked(SSE)))
+    async with server.running() as url:
+        http = HTTP1Client(connect_timeout=5, read_timeout=None)
+        try:
+            for _ in range(3):
+                assert await post(http, url) == (None, SSE)
+        finally:
+            await http.close()
+    assert server.connections == 1
 
 
 async def test_a_connection_idle_past_keepalive_is_not_reused(

@@ -180,9 +180,18 @@ async def test_an_answer_that_is_not_http_is_a_protocol_error(garbage: tuple[byt
     assert not http._open and not any(http._idle.values())
 
 
-async def test_garbage_inside_a_chunked_body_ends_it_after_what_came_before() -> None:
-    response = chunked(SSE)[: -len(b"0\r\n\r\n")] + b"zz\r\nnot a chunk\r\n"
-    server = Server(answer_with(response))
+@pytest.mark.parametrize("later", [False, True], ids=["one read", "a read of its own"])
+async def test_garbage_inside_a_chunked_body_ends_it_after_what_came_before(later: bool) -> None:
+    good, bad = chunked(SSE)[: -len(b"0\r\n\r\n")], b"zz\r\nnot a chunk\r\n"
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(good)
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(bad)
+        await writer.drain()
+
+    server = Server(answer if later else answer_with(good + bad))
     async with server.running() as url:
         http = client()
         received = bytearray()
