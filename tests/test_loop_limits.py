@@ -87,6 +87,12 @@ async def test_repeated_calls_are_answered_not_run(
         (1, "echo", {"text": "same"}),
         (2, "echo", {"text": "same"}),
     ]
+    results = of_type(events, "tool_call", "tool_result")
+    assert [(e["turn"], e["tool"]["id"]) for e in results] == [
+        (e["turn"], e["tool"]["id"]) for e in executing
+    ]
+    uses = [b["id"] for m in fake.requests[3]["messages"][1:4:2] for b in m["content"][:1]]
+    assert [e["tool"]["id"] for e in executing] == uses
     answered = unmarked(fake.requests[3]["messages"][-1]["content"])
     assert [(b["content"], b["is_error"]) for b in answered[:3]] == [(NOT_RUN, True)] * 3
     assert [b["tool_use_id"] for b in answered[:3]] == [e["tool"]["id"] for e in errors[4:]]
