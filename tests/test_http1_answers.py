@@ -1,7 +1,7 @@
 """What the model call's HTTP/1.1 client makes of an answer's head, on real sockets: the
 headers handed to the caller, informational answers in reads of their own, the first
-status that is not success, an empty `Content-Encoding`, and a second answer to one
-request."""
+status that is not success, an empty `Content-Encoding`, a second answer to one request;
+and the request's headers, and connections kept per server."""
 
 from __future__ import annotations
 
@@ -87,3 +87,29 @@ async def test_a_second_answer_to_one_request_is_not_taken_and_ends_the_connecti
         else:
             assert (answer.status, answer.body, body) == (500, b"oops", b"")
         assert server.connections == 1
+
+
+async def test_headers_go_out_each_on_its_own_line() -> None:
+    server = Server(answer_with(chunked(SSE)))
+    headers = {"X-Api-Key": "sk-XX", "Anthropic-Version": "2023-06-01"}
+    async with server.running() as url:
+        http = client()
+        try:
+            assert await http.post(url, b"{}", headers, bytearray().extend) is None
+        finally:
+            await http.close()
+    sent = server.requests[0][1]
+    assert (sent["x-api-key"], sent["anthropic-version"]) == ("sk-XX", "2023-06-01")
+
+
+async def test_each_server_keeps_its_own_connections() -> None:
+    first, second = Server(answer_with(chunked(b"1"))), Server(answer_with(chunked(b"2")))
+    async with first.running() as one, second.running() as two:
+        http = client()
+        try:
+            for url, body in [(one, b"1"), (two, b"2"), (one, b"1"), (two, b"2")]:
+                assert await post(http, url) == (None, body)
+        finally:
+            await http.close()
+    assert (first.connections, len(first.requests)) == (1, 2)
+    assert (second.connections, len(second.requests)) == (1, 2)
