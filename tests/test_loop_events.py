@@ -92,3 +92,33 @@ async def test_a_result_in_blocks_goes_back_as_blocks(
     events = await stream(client, query="x")
     [result] = unmarked(fake.requests[1]["messages"][-1]["content"][:1])
     assert result["content"] == BLOCKS and events[-1]["outcome"] == "completed"
+
+
+async def test_each_turn_is_framed_with_what_it_did(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway(sdk_max_turns=4)
+    fake.add(
+        Reply([ToolUse("echo", {"text": "a"}), ToolUse("echo", {"text": "b"})], input_tokens=7),
+        Reply([Text("done")], input_tokens=9, output_tokens=3),
+    )
+    events = await stream(client, query="x")
+    starts = [(e["turn"], e["max_turns"]) for e in events if e["type"] == "turn_start"]
+    assert starts == [(1, 4), (2, 4)]
+    completes = [
+        (e["turn"], e["tool_count"], e["stop_reason"], e["usage"]["input_tokens"], e["upstream"])
+        for e in events
+        if e["type"] == "turn_complete"
+    ]
+    assert completes == [(1, 2, "tool_use", 7, "anthropic"), (2, 0, "end_turn", 9, "anthropic")]
+
+
+async def test_tool_calls_in_a_turn_that_ended_otherwise_are_not_run(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    client = await make_gateway()
+    fake.add(Reply([Text("cut"), ToolUse("echo", {"text": "a"})], stop_reason="max_tokens"))
+    events = await stream(client, query="x")
+    ran = ("tool_executing", "tool_result", "tool_error")
+    assert not [e for e in events if e["type"] == "tool_call" and e["phase"] in ran]
+    assert (events[-1]["outcome"], events[-1]["turns"], len(fake.requests)) == ("max_tokens", 1, 1)
