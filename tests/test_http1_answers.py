@@ -6,9 +6,12 @@ and the request's headers, and connections kept per server."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
-from gateway.providers.http1 import Answer
-from tests.test_http1 import SSE, Handler, Server, answer_with, chunked, client, post
+from yarl import URL
+
+from gateway.providers.http1 import Answer, header_block
+from tests.test_http1 import SSE, Handler, Server, answer_with, chunked, client, post, read_request
 
 
 def in_reads(*parts: bytes) -> Handler:
@@ -113,3 +116,48 @@ async def test_each_server_keeps_its_own_connections() -> None:
             await http.close()
     assert (first.connections, len(first.requests)) == (1, 2)
     assert (second.connections, len(second.requests)) == (1, 2)
+
+
+async def test_headers_formatted_once_go_out_as_they_are() -> None:
+    server = Server(answer_with(chunked(SSE)))
+    async with server.running() as url:
+        http = client()
+        block = header_block({"X-Api-Key": "sk-once"})
+        try:
+            for _ in range(2):
+                assert await http.post(url, b"{}", block, bytearray().extend) is None
+        finally:
+            await http.close()
+    assert [sent["x-api-key"] for _, sent, _ in server.requests] == ["sk-once", "sk-once"]
+
+
+async def test_two_hosts_on_one_port_keep_their_own_connections() -> None:
+    counts = {"127.0.0.1": 0, "127.0.0.2": 0}
+
+    def serve(host: str) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            counts[host] += 1
+            while not reader.at_eof():
+                try:
+                    await read_request(reader)
+                except asyncio.IncompleteReadError:
+                    break
+                writer.write(chunked(host.encode()))
+                await writer.drain()
+            writer.close()
+
+        return handle
+
+    one = await asyncio.start_server(serve("127.0.0.1"), "127.0.0.1", 0)
+    port = one.sockets[0].getsockname()[1]
+    two = await asyncio.start_server(serve("127.0.0.2"), "127.0.0.2", port)
+    http = client()
+    try:
+        for host in ["127.0.0.1", "127.0.0.2"] * 2:
+            url = URL(f"http://{host}:{port}/v1/messages")
+            assert await post(http, url) == (None, host.encode())
+    finally:
+        await http.close()
+        one.close()
+        two.close()
+    assert counts == {"127.0.0.1": 1, "127.0.0.2": 1}
