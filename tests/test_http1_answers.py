@@ -133,9 +133,11 @@ async def test_headers_formatted_once_go_out_as_they_are() -> None:
 
 async def test_two_hosts_on_one_port_keep_their_own_connections() -> None:
     counts = {"127.0.0.1": 0, "127.0.0.2": 0}
+    handlers: list[asyncio.Task[None]] = []
 
     def serve(host: str) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            handlers.append(asyncio.current_task())  # type: ignore[arg-type]
             counts[host] += 1
             while not reader.at_eof():
                 try:
@@ -145,6 +147,7 @@ async def test_two_hosts_on_one_port_keep_their_own_connections() -> None:
                 writer.write(chunked(host.encode()))
                 await writer.drain()
             writer.close()
+            await writer.wait_closed()
 
         return handle
 
@@ -158,6 +161,7 @@ async def test_two_hosts_on_one_port_keep_their_own_connections() -> None:
             assert await post(http, url) == (None, host.encode())
     finally:
         await http.close()
+        await asyncio.wait_for(asyncio.gather(*handlers), 5)  # each saw its client go
         one.close()
         two.close()
     assert counts == {"127.0.0.1": 1, "127.0.0.2": 1}
