@@ -40,8 +40,12 @@ class ScriptedProxy:
             self.heads.append(head)
             self.lines.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
             await self.script(reader, writer)
-            if not writer.is_closing():
+            if writer.is_closing():
+                return
+            if self.upstream_port:
                 await self._tunnel(reader, writer)
+            else:  # no upstream: wait for the client to let go
+                await reader.read()
         finally:
             writer.close()
             self.closed.set()
@@ -158,6 +162,9 @@ async def connect_fails(
 ) -> tuple[BaseException, ScriptedProxy]:
     """A POST to an https:// URL through a proxy running `script`: what it raised."""
     proxy = ScriptedProxy(script)
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []  # nothing goes wrong in the loop's callbacks either
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
     async with proxy.running() as proxy_url:
         http = HTTP1Client(connect_timeout=connect_timeout, read_timeout=5, proxy=proxy_url)
         try:
@@ -167,6 +174,8 @@ async def connect_fails(
             assert not http._open and not any(http._idle.values())
         finally:
             await http.close()
+            loop.set_exception_handler(None)
+    assert errors == []
     return failed.value, proxy
 
 
