@@ -64,8 +64,9 @@ bench-quick: install
 	$(PY) -m bench --quick
 
 # Not in CI (minutes): mutants of the filing rule (tools/sec/facts.py, frames.py), of a batch
-# result's translation and failures, and of code execution's files, and the tests that must
-# catch them (tests/tools/MUTATION.md); mutmut keeps its copy and results under mutants/.
+# result's translation and failures, of code execution's files, of the model call's HTTP/1.1
+# client and of the tool loop, and the tests that must catch them (tests/tools/MUTATION.md);
+# mutmut keeps its copy and results under mutants/.
 mutation: install
 	rm -rf mutants
 	$(VENV)/bin/mutmut run --max-children 2

@@ -57,6 +57,7 @@ class _Fold:
                 | "warning"
                 | "system_init"
                 | "figures"
+                | "context_edited"
             ):
                 self._progress(event)
             case _:

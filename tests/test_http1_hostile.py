@@ -60,6 +60,7 @@ async def test_a_101_is_not_success_and_its_connection_is_dropped() -> None:
         try:
             answer, body = await post(http, url)
             assert answer is not None and (answer.status, body) == (101, b"")
+            assert answer.complete  # its head came whole; the bytes after it are not read
             await asyncio.wait_for(server.disconnected.wait(), 5)
             assert not any(http._idle.values())
         finally:

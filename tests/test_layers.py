@@ -149,3 +149,35 @@ def test_the_check_sees_a_redis_import(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text("import redis.asyncio as redis\nfrom redis.exceptions import RedisError\n")
     assert third_party_imports(source) == {"redis"}
+
+
+PROVIDER_SPECIFIC = ("gateway.providers.anthropic", "gateway.providers.openai")
+# runs/ modules that serve one provider's own API by design, with why.
+ONE_PROVIDER = {
+    "gateway.runs.planner": "plans a run from the Messages API's model records",
+    "gateway.runs.files": "reads a turn's files through the Anthropic Files API",
+}
+
+
+def provider_specific(imported: str) -> bool:
+    return any(imported == name or imported.startswith(name + ".") for name in PROVIDER_SPECIFIC)
+
+
+RUNS = sorted(m for m in MODULES if layer(m) == "runs" and m not in ONE_PROVIDER)
+
+
+@pytest.mark.parametrize("module", RUNS)
+def test_runs_need_no_one_provider(module: str) -> None:
+    """The loop and the run drivers see a model backend only through `providers/base.py`
+    (and `plan.py`, `seam.py` beside it), never one provider's package."""
+    assert "gateway.runs.loop" in RUNS
+    found = [name for name, _ in imports(MODULES[module]) if provider_specific(name)]
+    assert not found, f"{module} imports one provider's modules: {found}"
+
+
+def test_the_check_sees_a_provider_import(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text("from gateway.providers.anthropic.request import plan_run\n")
+    assert [provider_specific(name) for name, _ in imports(source)] == [True]
+    assert not provider_specific("gateway.providers.plan")
+    assert provider_specific("gateway.providers.openai")

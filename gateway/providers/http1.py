@@ -18,13 +18,15 @@ Against an upstream that misbehaves: informational answers (100, 103) are skippe
 redirect is not followed and a 101 not taken (both come back as an `Answer`); a head over
 `HEAD_LIMIT` or a body in an encoding other than the `identity` asked for is a
 `ProtocolError`; an error answer cut short keeps its status. A CR, LF or NUL in a header
-to send is refused before anything is sent.
+to send is refused before anything is sent. Bytes on an idle connection (a 408 before the
+server closes it) end it rather than wait there for the next request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ KEEPALIVE_S = 5.0
 ERROR_BODY_LIMIT = 1 << 20  # an error answer's body is kept whole up to this
 HEAD_LIMIT = 64 << 10  # a response's status line and headers, as aiohttp and h11 cap them
 PROXY_SCHEMES = ("http", "https")
+_STATUS_LINE = re.compile(r"HTTP/1\.[01] ([0-9]{3})(?: .*)?")
 
 
 class Timeout(TimeoutError):
@@ -117,7 +120,7 @@ class HTTP1Client:
             except BaseException:
                 conn.close()
                 raise
-            if conn.reusable:
+            if conn.reusable and not conn.closed:
                 conn.idle_since = asyncio.get_running_loop().time()
                 conn.idle_in = self._idle.setdefault(key, [])
                 conn.idle_in.append(conn)
@@ -198,6 +201,12 @@ def _proxy_auth(proxy: URL) -> list[str]:
     return [f"Proxy-Authorization: Basic {base64.b64encode(credentials).decode()}"]
 
 
+def _connect_status(status_line: str) -> int | None:
+    """The status of a proxy's answer to CONNECT, None for what is not an HTTP/1.x one."""
+    match = _STATUS_LINE.fullmatch(status_line)
+    return int(match[1]) if match else None
+
+
 def _too_large(size: int) -> str:
     return f"the upstream's answer has a head of {size}+ bytes (the limit is {HEAD_LIMIT})"
 
@@ -240,8 +249,9 @@ class _Connection(asyncio.Protocol):
     async def exchange(
         self, request: bytes, on_body: Callable[[bytes], None], received: dict[str, str] | None
     ) -> Answer | None:
-        if self.closed or self.transport is None:
+        if self.closed:
             raise _NothingReceived
+        assert self.transport is not None
         self._done = self._loop.create_future()
         self._on_body, self._answer = on_body, None
         self._headers = received if received is not None else {}
@@ -304,10 +314,13 @@ class _Connection(asyncio.Protocol):
                 )
 
     def data_received(self, data: bytes) -> None:
+        if self._done is None and self._tunnel is None:
+            # Bytes nobody asked for (a 408 on an idle connection): it cannot be reused.
+            self.close()
+            return
         if self._in_head:  # counted against HEAD_LIMIT; the body's reads are not
             self._head_data(data)
             return
-        self._received = True
         self._last_read = self._loop.time()
         try:
             self._parser.feed_data(data)
@@ -341,17 +354,18 @@ class _Connection(asyncio.Protocol):
     def _tunnel_data(self, data: bytes) -> None:
         assert self._tunnel is not None
         self._tunnel_buffer += data
-        end = self._tunnel_buffer.find(b"\r\n\r\n")
-        if end < 0:
+        if b"\r\n\r\n" not in self._tunnel_buffer:
             if len(self._tunnel_buffer) > HEAD_LIMIT:
                 tunnel, self._tunnel = self._tunnel, None
                 tunnel.set_exception(ProtocolError(_too_large(len(self._tunnel_buffer))))
             return
-        self._in_head = False
         status_line = self._tunnel_buffer.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = status_line.split(" ", 2)
         tunnel, self._tunnel = self._tunnel, None
-        if len(parts) < 2 or parts[1] != "200":
+        status = _connect_status(status_line)
+        if status is None:
+            message = f"the proxy's answer to CONNECT is not HTTP/1.1: {status_line[:80]!r}"
+            tunnel.set_exception(ProtocolError(message))
+        elif status // 100 != 2:  # any 2xx opens the tunnel (RFC 9110, 9.3.6)
             tunnel.set_exception(ConnectionRefusedError(f"the proxy answered {status_line!r}"))
         else:
             tunnel.set_result(None)
@@ -400,22 +414,22 @@ class _Connection(asyncio.Protocol):
                 except BaseException as exc:  # the caller's, as it raised it
                     self._error = exc
                     raise
-        elif len(answer.body) < ERROR_BODY_LIMIT:
-            answer.body += body
+        else:
+            answer.body += body[: ERROR_BODY_LIMIT - len(answer.body)]
 
     def on_message_complete(self) -> None:
         if self._informational:
             self._informational = False
             return
-        answer = self._answer
-        self.reusable = (
-            not self._until_close
-            and self._parser.should_keep_alive()
-            and (answer is None or answer.status != 101)
-        )
         done = self._done
-        if done is not None and not done.done():
-            done.set_result(self._answer)
+        if done is None or done.done():  # a second answer to one request: out of step
+            self.reusable = False
+            return
+        # A body that ends with the connection, or a 101 (the parser stops after it),
+        # leaves the connection closed: `post` does not keep it.
+        self.reusable = self._parser.should_keep_alive()
+        answer, self._answer, self._on_body = self._answer, None, None
+        done.set_result(answer)  # what follows in the same read is no part of it
 
     # -- failures
 

@@ -15,9 +15,9 @@ from gateway import events, pricing
 from gateway.context import clear_old_tool_results, estimate_tokens
 from gateway.events import Event, Outcome
 from gateway.ops.observe import RunObserver
-from gateway.providers.anthropic.binding import settle_history, with_drop_block
-from gateway.providers.anthropic.request import CallPlan, offered_tools, today_text
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
+from gateway.providers.binding import settle_history, with_drop_block
+from gateway.providers.plan import CallPlan, offered_tools, today_text
 from gateway.providers.seam import RetryPolicy, call_model
 from gateway.runs.files import RunFiles
 from tools.base import ToolContext

@@ -10,13 +10,8 @@ from collections.abc import Hashable
 
 from gateway.errors import ValidationFailed
 from gateway.providers.anthropic.catalog import ModelCatalog, ModelRecord, StaticCatalog
-from gateway.providers.anthropic.request import (
-    CallPlan,
-    ContextChoice,
-    ThinkingChoice,
-    plan_run,
-    today_text,
-)
+from gateway.providers.anthropic.request import ContextChoice, ThinkingChoice, plan_run
+from gateway.providers.plan import CallPlan, today_text
 from gateway.providers.seam import RetryPolicy
 from gateway.runs.loop import LoopConfig
 from gateway.runs.run import RunRequest

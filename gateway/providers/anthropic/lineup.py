@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 
 DISPLAY_BETA = "thinking-display-updates-2026-08-18"
-BINDING_BETA = "thinking-binding-controls-2026-08-01"
 _FABLE_MYTHOS = ("claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2")
 DISPLAY_UPDATES = frozenset(("claude-sonnet-5-5", "claude-opus-5-5", *_FABLE_MYTHOS))
 DISPLAY_SUMMARIZED = DISPLAY_UPDATES | {"claude-haiku-5-5"}

@@ -17,15 +17,11 @@ import anthropic
 
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
-from gateway.providers.anthropic.request import (
-    cached_tools,
-    offered_tools,
-    system_blocks,
-    with_breakpoint,
-)
+from gateway.providers.anthropic.request import cached_tools, system_blocks, with_breakpoint
 from gateway.providers.anthropic.stream import TurnTranslator, progress_mode
 from gateway.providers.anthropic.transport import MessagesHTTP, OnPayloads, answer_failure
 from gateway.providers.base import Emit, ModelCall, Turn
+from gateway.providers.plan import offered_tools
 
 
 class AnthropicProvider:

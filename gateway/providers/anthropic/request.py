@@ -11,7 +11,6 @@ breakpoint: the date is its own system block after the cached prompt.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway import events
@@ -29,6 +28,7 @@ from gateway.events import Event
 from gateway.providers.anthropic import lineup
 from gateway.providers.anthropic.catalog import ModelRecord
 from gateway.providers.anthropic.code_execution import CODE_EXECUTION_TOOL, container_param
+from gateway.providers.plan import CallPlan
 
 DEFAULT_THINKING_BUDGET = 8_192
 BETWEEN_TOOLS_EFFORTS = ("low", "medium", "high")
@@ -53,33 +53,6 @@ class ContextChoice:
     mode: str = "compact"
     trigger_tokens: int | None = None
     keep_tool_uses: int = 3
-
-
-@dataclass(frozen=True)
-class CallPlan:
-    """What every model call of one run shares, decided once at the run's start."""
-
-    model: str
-    max_tokens: int
-    thinking: dict[str, Any] | None = None
-    effort: str | None = None
-    output_schema: dict[str, Any] | None = None
-    server_tools: tuple[dict[str, Any], ...] = ()
-    context_window: int | None = None
-    structured: bool = False
-    cache: bool = True
-    context: ContextPlan | None = None
-    """How the run stays inside the window; None: it ends with `context_exceeded`."""
-    parallel_tools: bool = True
-    """False: the model asks for at most one tool per turn."""
-    notices: tuple[Event, ...] = ()
-    """Warnings for the client at the run's start (a deprecated model, a skipped option)."""
-    container: dict[str, Any] | None = None
-    """The first call's `container` (the skills to load); later calls send its id."""
-    betas: tuple[str, ...] = ()
-    """Beta features every call of the run uses (`thinking.display` "updates")."""
-    binds_thinking: bool = False
-    """The model binds thinking blocks to the conversation (`lineup.BINDS`)."""
 
 
 def plan_run(
@@ -237,22 +210,6 @@ def _server_tools(
 
 def _refuse(record: ModelRecord, what: str, field: str = "thinking") -> ValidationFailed:
     return ValidationFailed(f"The model {record.id} {what}", {"field": field, "model": record.id})
-
-
-def today_text() -> str:
-    """Today's date for the model: computed per run, placed after the cached prompt."""
-    return f"Today's date is {datetime.now(UTC).date().isoformat()}."
-
-
-def offered_tools(
-    local: list[dict[str, Any]], server: tuple[dict[str, Any], ...]
-) -> list[dict[str, Any]]:
-    """The tools one Messages API call offers: a server tool takes the place of a local tool
-    of the same name (the API refuses two tools of one name: "Tool names must be unique")."""
-    if not server:
-        return local
-    taken = {tool["name"] for tool in server}
-    return [*(tool for tool in local if tool["name"] not in taken), *server]
 
 
 def cached_tools(tools: list[dict[str, Any]], *, cache: bool) -> list[dict[str, Any]]:

@@ -1,9 +1,9 @@
 """Thinking blocks bound to the conversation: what a run does with the ones it replays.
 
-On the models that bind (`lineup.BINDS`), a thinking block sent back after anything before
-it changed (the system prompt, the tools, an earlier message) is a 400, "The block is bound
-to a different conversation" (platform docs, build-with-claude/preserved-thinking/
-fix-bound-to-a-different-conversation). Within one run the gateway keeps that prefix
+On the models that bind (`BINDS` of `providers/anthropic/lineup.py`), a thinking block
+sent back after anything before it changed (the system prompt, the tools, an earlier
+message) is a 400, "The block is bound to a different conversation" (platform docs,
+build-with-claude/preserved-thinking/fix-bound-to-a-different-conversation). Within one run the gateway keeps that prefix
 byte-stable: the date, the tools and the system prompt are fixed when the run starts (the
 cache breakpoints move, but `cache_control` is not content). Between the runs of a session
 it cannot: the date in the system prompt moves on the next day, each request's `tools`
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.providers.anthropic import lineup
-
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+"""The beta `thinking.block_binding` needs (platform docs, preserved-thinking)."""
 DROP_BLOCK = {"prefix_mismatch_behavior": "drop_block"}
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
@@ -66,4 +66,4 @@ def with_drop_block(
     """A call's `thinking` and betas with `drop_block`."""
     if thinking is None or not takes_block_binding(thinking):
         return thinking, betas
-    return {**thinking, "block_binding": DROP_BLOCK}, (*betas, lineup.BINDING_BETA)
+    return {**thinking, "block_binding": DROP_BLOCK}, (*betas, BINDING_BETA)
