@@ -3,13 +3,14 @@
 On the models that bind (`BINDS` of `providers/anthropic/lineup.py`), a thinking block
 sent back after anything before it changed (the system prompt, the tools, an earlier
 message) is a 400, "The block is bound to a different conversation" (platform docs,
-build-with-claude/preserved-thinking/fix-bound-to-a-different-conversation). Within one run the gateway keeps that prefix
-byte-stable: the date, the tools and the system prompt are fixed when the run starts (the
-cache breakpoints move, but `cache_control` is not content). Between the runs of a session
-it cannot: the date in the system prompt moves on the next day, each request's `tools`
-allow-list and `code_execution` choose the offered tools, and an MCP server's
-`list_changed` replaces its tools. So when a run starts with thinking blocks already in its
-history (an earlier run's, or a client's), and the model binds:
+build-with-claude/preserved-thinking/fix-bound-to-a-different-conversation). Within one
+run the gateway keeps that prefix byte-stable: the date, the tools and the system prompt
+are fixed when the run starts (the cache breakpoints move, but `cache_control` is not
+content). Between the runs of a session it cannot: the date in the system prompt moves on
+the next day, each request's `tools` allow-list and `code_execution` choose the offered
+tools, and an MCP server's `list_changed` replaces its tools. So when a run starts with
+thinking blocks already in its history (an earlier run's, or a client's), and the model
+binds:
 
 - where the run's `thinking` takes `block_binding` (adaptive or budget thinking), every call
   sends `prefix_mismatch_behavior: "drop_block"` with its beta: the API drops the blocks
