@@ -9,20 +9,20 @@ fail): no server tools, code execution or skills, no API-side context management
 gateway clears old tool results itself), which the clouds do not offer to every model or
 region alike.
 
-The 5.5 lineup and Fable/Mythos (Bedrock's Claude Opus 5.5 model card; the Vercel AI SDK's
-Bedrock and Vertex release notes for Sonnet and Haiku 5.5): 1M context (Haiku 5.5: 200K,
-no cloud page gives more), 128K output, the five efforts; Sonnet 5.5 refuses `disabled`
-and takes `between_tools` (thinking off with the notes between tool calls still shown:
-kind "progress"); Opus 5.5 thinks always, and so do Fable and Mythos (as Fable 5 does on
-Vertex); Haiku 5.5 takes `disabled`, no budgets, and has no native structured output on
-Bedrock (left off on both: a record is the clouds'). The Claude 5 and Haiku 4.5 models
-name the current model the docs point to (legacy, `lineup.CURRENT`). Of what the platform
-docs' fallback table (providers/anthropic/lineup.py) adds, only that these models bind
-their thinking blocks to the conversation is kept (a fact of the model: with thinking off
-the gateway drops the replayed blocks itself). `display` "updates" and `block_binding`
-need betas the clouds' pages do not list (the cloud bodies carry neither), and `display`
-"summarized" is not on their pages either; so with thinking on, every thinking block on a
-cloud is reasoning.
+The 5.5 lineup and Fable/Mythos (Bedrock's Claude Opus 5.5 model card; the Vercel AI
+SDK's Bedrock and Vertex release notes for Sonnet and Haiku 5.5): 1M context (Haiku 5.5:
+200K, no cloud page gives more), 128K output, the five efforts; Sonnet 5.5 refuses
+`disabled` and takes `between_tools` (thinking off with the notes between tool calls
+still shown: kind "progress"); Opus 5.5 thinks always, and so do Fable and Mythos (as
+Fable 5 does on Vertex); Haiku 5.5 takes `disabled`, no budgets, and has no native
+structured output on Bedrock (left off on both: a record is the clouds'). The Claude 5
+and Haiku 4.5 models name the current model the docs point to (legacy, `lineup.CURRENT`).
+Of what the platform docs' fallback table (providers/anthropic/lineup.py) adds, only that
+these models bind their thinking blocks to the conversation is kept (a fact of the model:
+with thinking off the gateway drops the replayed blocks itself, with thinking on too).
+`display` "updates" and `block_binding` need betas the clouds' pages do not list (the
+cloud bodies carry neither), and `display` "summarized" is not on their pages either; so
+with thinking on, every thinking block on a cloud is reasoning.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ _BASE = ModelRecord(
     citations=True,
     thinking_disabled=True,
     structured_outputs=True,
+    block_binding=False,  # its beta is not on the clouds' pages: the run drops blocks itself
 )
 _CLAUDE_5 = replace(
     _BASE,

@@ -40,6 +40,8 @@ class CallPlan:
     """Beta features every call of the run uses (`thinking.display` "updates")."""
     binds_thinking: bool = False
     """The model binds thinking blocks to the conversation (`lineup.BINDS`)."""
+    block_binding: bool = True
+    """Its upstream takes `thinking.block_binding`; else the run drops the blocks itself."""
 
 
 def today_text() -> str:

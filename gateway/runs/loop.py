@@ -155,7 +155,8 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     # event it takes. They go with the first `turn_start`: one write to the client, not two.
     opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
     emit = _gapped(state, emit)
-    state.drop_bound = settle_history(plan.binds_thinking, plan.thinking, state.messages)
+    binding = plan.thinking if plan.block_binding else None  # None: dropped here instead
+    state.drop_bound = settle_history(plan.binds_thinking, binding, state.messages)
     while True:
         cleared = _gateway_clear(plan, state)
         if _context_full(plan, state):

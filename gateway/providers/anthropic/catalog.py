@@ -53,6 +53,8 @@ class ModelRecord:
     """Takes `thinking.display` "summarized" where its default is "omitted"; `lineup`."""
     binds_thinking: bool = False
     """Its thinking blocks are bound to the conversation and take `block_binding`."""
+    block_binding: bool = True
+    """Where it binds, its upstream takes `thinking.block_binding` (the clouds do not)."""
     legacy_successor: str | None = None
     """Active but legacy: the current model the docs point to."""
     efforts: frozenset[str] = frozenset()

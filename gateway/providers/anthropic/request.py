@@ -104,6 +104,7 @@ def plan_run(
         container=container_param(skills) if code_execution else None,
         betas=_thinking_betas(thinking_param),
         binds_thinking=record.binds_thinking,
+        block_binding=record.block_binding,
     )
 
 
