@@ -82,9 +82,13 @@ class HTTP1Client:
     """`post(url, body, headers, on_body)`: one streaming POST on a reused or new connection."""
 
     def __init__(
-        self, *, connect_timeout: float | None, read_timeout: float | None,
-        proxy: URL | None = None, ssl_context: ssl.SSLContext | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        proxy: URL | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         if proxy is not None and proxy.scheme not in PROXY_SCHEMES:
             raise ValueError(f"a {proxy.scheme}:// proxy is not supported (http:// or https://)")
         self._connect_timeout = connect_timeout
@@ -95,9 +99,13 @@ class HTTP1Client:
         self._open: set[_Connection] = set()
 
     async def post(
-        self, url: URL, body: bytes, headers: Mapping[str, str] | bytes,
-        on_body: Callable[[bytes], None], received: dict[str, str] | None = None,
-    ) -> Answer | None:  # fmt: skip
+        self,
+        url: URL,
+        body: bytes,
+        headers: Mapping[str, str] | bytes,
+        on_body: Callable[[bytes], None],
+        received: dict[str, str] | None = None,
+    ) -> Answer | None:
         """Send the request (`headers` a mapping, or a `header_block`); a 2xx body goes to
         `on_body` as it arrives (an exception there ends the request with that
         exception); None when it has all arrived. Any other final status returns its

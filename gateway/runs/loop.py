@@ -169,9 +169,13 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
         emit([*opening, *cleared, events.turn_start(state.turns, config.max_turns)])
         opening = []
         call = model_call(
-            config, state.messages, tools, tools_off=state.wrap_up is not None,
-            container=state.container, drop_bound=state.drop_bound,
-        )  # fmt: skip
+            config,
+            state.messages,
+            tools,
+            tools_off=state.wrap_up is not None,
+            container=state.container,
+            drop_bound=state.drop_bound,
+        )
         with deps.observer.model_call(state.turns, call) as span:
             hooks = span.hooks(state)
             await call_model(deps.upstreams, call, state.turns, config.retry, hooks, emit)
@@ -226,9 +230,14 @@ def _priced(deps: LoopDeps, model: str, usage: dict[str, int], asked: str) -> fl
 
 
 def model_call(
-    config: LoopConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-    tools_off: bool, container: str | None = None, drop_bound: bool = False,
-) -> ModelCall:  # fmt: skip
+    config: LoopConfig,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    *,
+    tools_off: bool,
+    container: str | None = None,
+    drop_bound: bool = False,
+) -> ModelCall:
     """The next call in canonical form; each provider writes its own request from it."""
     plan = config.plan
     api_context = plan.context if plan.context and plan.context.strategy != "gateway" else None
@@ -298,9 +307,11 @@ def _gateway_clear(plan: CallPlan, state: RunState) -> list[Event]:
     if not cleared.tool_uses:
         return []
     state.context_tokens = estimate_tokens(state.messages)
-    return [events.context_edited(
-        state.turns + 1, "gateway_clear", cleared.input_tokens, cleared.tool_uses
-    )]  # fmt: skip
+    return [
+        events.context_edited(
+            state.turns + 1, "gateway_clear", cleared.input_tokens, cleared.tool_uses
+        )
+    ]
 
 
 def _context_full(plan: CallPlan, state: RunState) -> bool:
@@ -326,9 +337,14 @@ def _wrap_up_warning(reason: Outcome, turns: int) -> Event:
 
 
 async def _answer_tools(
-    turn: Turn, deps: LoopDeps, state: RunState, results: list[dict[str, Any]], emit: Emit,
-    *, run: bool,
-) -> None:  # fmt: skip
+    turn: Turn,
+    deps: LoopDeps,
+    state: RunState,
+    results: list[dict[str, Any]],
+    emit: Emit,
+    *,
+    run: bool,
+) -> None:
     """Fill `results` with one `tool_result` per `tool_use`, in order; run them concurrently
     (or answer each with "not run" when the model is repeating itself), relaying their
     events."""
@@ -373,9 +389,13 @@ async def _call_tool(
 
 
 def _record(
-    results: list[dict[str, Any]], index: int, use: dict[str, Any], outcome: ToolOutcome,
-    turn: int, state: RunState,
-) -> Event:  # fmt: skip
+    results: list[dict[str, Any]],
+    index: int,
+    use: dict[str, Any],
+    outcome: ToolOutcome,
+    turn: int,
+    state: RunState,
+) -> Event:
     """Store the model's `tool_result` and make the client's event for one finished call."""
     state.tool_calls += 1
     result: dict[str, Any] = {
@@ -393,10 +413,12 @@ def _record(
         )
     results[index] = result
     return events.tool_call(
-        "tool_result", tool, turn,
+        "tool_result",
+        tool,
+        turn,
         success=True,
         preview=outcome.content[:PREVIEW_CHARS],
         bytes=len(outcome.content.encode()),
         truncated=outcome.truncated,
         duration_ms=duration,
-    )  # fmt: skip
+    )

@@ -122,8 +122,9 @@ def _context(record: ModelRecord, choice: ContextChoice, *, thinking: bool) -> C
         trigger = min(trigger, record.max_input_tokens * 3 // 4)
     edits = record.context_edits
     if choice.mode == "compact" and COMPACT_EDIT in edits:
-        return api_plan("compact", max(trigger, MIN_COMPACT_TRIGGER), choice.keep_tool_uses,
-                        thinking=False)  # fmt: skip
+        return api_plan(
+            "compact", max(trigger, MIN_COMPACT_TRIGGER), choice.keep_tool_uses, thinking=False
+        )
     if CLEAR_TOOL_USES_EDIT in edits:
         clear_thinking = thinking and CLEAR_THINKING_EDIT in edits
         return api_plan("edit", trigger, choice.keep_tool_uses, thinking=clear_thinking)
