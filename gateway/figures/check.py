@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import permutations
 from typing import Any
 
 from gateway.figures import extract
@@ -25,6 +26,7 @@ STATUSES = ("sourced", "derived", "unsourced", "other_period")
 _CAMEL = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])")
 _COMMON = frozenset({"and", "by", "in", "of", "to", "the", "net", "used", "from", "for"})
 MAX_SOURCES = 3
+MAX_ANCHORS = 8
 
 
 @dataclass
@@ -33,6 +35,10 @@ class Checked:
     status: str
     sources: list[Source] = field(default_factory=list)
     formula: str | None = None
+    anchors: list[Source] = field(default_factory=list, repr=False)
+    """The facts a sourced figure may be (for what is derived from it)."""
+    value: float | None = None
+    """A derived figure's exact value."""
 
     def public(self) -> dict[str, Any]:
         """As PROTOCOL's `figures` entries."""
@@ -72,15 +78,15 @@ def check(answer: str, index: SourceIndex, question: str = "") -> Report:
     anchors: dict[int, list[Source]] = {}
     everywhere: list[Source] = []
     for c in checked:
-        if c.status == "sourced" and c.sources and c.sources[0].period is not None:
-            anchors.setdefault(contexts.paragraph(c.figure.start), []).append(c.sources[0])
-            everywhere.append(c.sources[0])
+        anchors.setdefault(contexts.paragraph(c.figure.start), []).extend(c.anchors)
+        everywhere += c.anchors
     memo = Memo()
     for c in checked:
         if c.status in ("sourced", "derived") or c.figure.identifier:
             continue
         near = anchors.get(contexts.paragraph(c.figure.start)) or everywhere
         _derived(c, index, contexts.at(c.figure.start), near, memo)
+    _changes_of_derived(checked, contexts)
     return Report(checked)
 
 
@@ -100,7 +106,18 @@ def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Che
         if not right:
             return Checked(figure, "other_period", _best(candidates, context.words))
         candidates = right
-    return Checked(figure, "sourced", _best(candidates, context.words))
+    return Checked(
+        figure, "sourced", _best(candidates, context.words), anchors=_anchors(candidates)
+    )
+
+
+def _anchors(candidates: list[Source]) -> list[Source]:
+    """Up to `MAX_ANCHORS` facts of distinct concept, period or value."""
+    found: dict[tuple[str | None, object, float], Source] = {}
+    for s in candidates:
+        if s.period is not None and len(found) < MAX_ANCHORS:
+            found.setdefault((s.concept, s.period, s.value), s)
+    return list(found.values())
 
 
 def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
@@ -175,3 +192,37 @@ def _set(checked: Checked, status: str, derived: Derived) -> None:
     checked.status = status
     checked.sources = list(derived.inputs)
     checked.formula = derived.formula
+    checked.value = derived.value
+
+
+def _changes_of_derived(checked: list[Checked], contexts: Contexts) -> None:
+    """An amount still unsourced may be the change between two derived figures of its
+    paragraph made the same way from the same concepts for two periods (free cash flow
+    from one year to the next)."""
+    made: dict[int, list[Checked]] = {}
+    for c in checked:
+        if c.status == "derived" and c.value is not None and c.figure.unit not in ("%", "x"):
+            made.setdefault(contexts.paragraph(c.figure.start), []).append(c)
+    for c in checked:
+        if c.status != "unsourced" or c.figure.identifier or not isinstance(c.figure.value, float):
+            continue
+        for x, y in permutations(made.get(contexts.paragraph(c.figure.start), []), 2):
+            if _same_making(x, y) and _within(c.figure, x.value - y.value):  # type: ignore[operator]
+                c.status, c.sources = "derived", [*x.sources, *y.sources]
+                c.formula = f"({x.formula}) − ({y.formula})"
+                break
+
+
+def _same_making(x: Checked, y: Checked) -> bool:
+    concepts = [s.concept for s in x.sources], [s.concept for s in y.sources]
+    periods = {s.period for s in x.sources}, {s.period for s in y.sources}
+    return (
+        concepts[0] == concepts[1]
+        and not periods[0] & periods[1]
+        and x.figure.unit == y.figure.unit
+    )
+
+
+def _within(figure: extract.Stated, value: float) -> bool:
+    assert isinstance(figure.value, float)
+    return abs(abs(value) - abs(figure.value)) <= figure.tolerance * 1.0001 + 1e-12

@@ -34,6 +34,7 @@ _POINTS = re.compile(r"points?\b|pp\b", re.IGNORECASE)
 class Derived:
     formula: str
     inputs: tuple[Source, ...]
+    value: float
 
 
 @dataclass
@@ -64,7 +65,7 @@ def derive(
     low = abs(figure.value) - figure.tolerance * 1.0001 - 1e-12
     high = abs(figure.value) + figure.tolerance * 1.0001 + 1e-12
     return [
-        Derived(_formula(how, inputs), inputs)
+        Derived(_formula(how, inputs), inputs, value)
         for how, inputs, value in memo.of(_kind(figure), near, context, index)
         if low <= abs(value) <= high
     ]
