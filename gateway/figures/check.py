@@ -18,7 +18,7 @@ from typing import Any
 from gateway.figures import extract
 from gateway.figures.context import Contexts
 from gateway.figures.context import Stated as Context
-from gateway.figures.derive import Derived, Memo, derive
+from gateway.figures.derive import Derived, Memo, Near, derive
 from gateway.figures.index import SourceIndex
 from gateway.figures.sources import Source
 
@@ -75,19 +75,38 @@ def check(answer: str, index: SourceIndex, question: str = "") -> Report:
         return Report([])
     contexts = Contexts(answer, question, index.aliases)
     checked = [_direct(f, index, contexts.at(f.start)) for f in stated]
-    anchors: dict[int, list[Source]] = {}
-    everywhere: list[Source] = []
-    for c in checked:
-        anchors.setdefault(contexts.paragraph(c.figure.start), []).extend(c.anchors)
-        everywhere += c.anchors
+    nears = _nears(checked, contexts)
     memo = Memo()
     for c in checked:
         if c.status in ("sourced", "derived") or c.figure.identifier:
             continue
-        near = anchors.get(contexts.paragraph(c.figure.start)) or everywhere
+        near = nears.get(contexts.paragraph(c.figure.start)) or nears[-1]
         _derived(c, index, contexts.at(c.figure.start), near, memo)
     _changes_of_derived(checked, contexts)
     return Report(checked)
+
+
+def _nears(checked: list[Checked], contexts: Contexts) -> dict[int, Near]:
+    """Each paragraph's sourced figures (and all of them, at -1): the fact each is taken
+    for, with its values as reported and restated (two figures of a paragraph that would
+    be taken for the same fact are taken for different ones where they can be: "$2.10
+    billion less $2.10 billion"), and every fact each may be."""
+    nears: dict[int, Near] = {}
+    for c in checked:
+        if not c.anchors:
+            continue
+        near = nears.setdefault(contexts.paragraph(c.figure.start), Near([], []))
+        taken = {(s.concept, s.period) for s in near.first}
+        one = next((s for s in c.anchors if (s.concept, s.period) not in taken), c.anchors[0])
+        near.first.extend(
+            s for s in c.anchors if (s.concept, s.period) == (one.concept, one.period)
+        )
+        near.every.extend(c.anchors)
+    nears[-1] = Near(
+        [s for near in nears.values() for s in near.first],
+        [s for near in nears.values() for s in near.every],
+    )
+    return nears
 
 
 def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Checked:
@@ -95,7 +114,7 @@ def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Che
         found = index.identifiers.get(str(figure.value))
         if found is None:
             return Checked(figure, "unsourced")
-        return Checked(figure, "sourced", [found])
+        return Checked(figure, "sourced", [found], anchors=_anchors([found]))
     candidates = _candidates(figure, index)
     if context.companies:
         candidates = [s for s in candidates if s.company is None or s.company in context.companies]
@@ -106,9 +125,8 @@ def _direct(figure: extract.Stated, index: SourceIndex, context: Context) -> Che
         if not right:
             return Checked(figure, "other_period", _best(candidates, context.words))
         candidates = right
-    return Checked(
-        figure, "sourced", _best(candidates, context.words), anchors=_anchors(candidates)
-    )
+    best = _best(candidates, context.words)
+    return Checked(figure, "sourced", best, anchors=_anchors([*best, *candidates]))
 
 
 def _anchors(candidates: list[Source]) -> list[Source]:
@@ -167,7 +185,7 @@ def _concept_words(concept: str) -> frozenset[str]:
 
 
 def _derived(
-    checked: Checked, index: SourceIndex, context: Context, near: list[Source], memo: Memo
+    checked: Checked, index: SourceIndex, context: Context, near: Near, memo: Memo
 ) -> None:
     found = derive(checked.figure, near, context, index, memo)
     if context.companies:

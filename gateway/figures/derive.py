@@ -48,15 +48,24 @@ class Memo:
         self, kind: str, near: list[Source], context: Context, index: SourceIndex
     ) -> list[Candidate]:
         anchors = [s for s in near if s.period is not None]
-        pool = anchors if kind == "amount" else _pool(anchors, context, index)
+        pool = _pool(anchors, context, index) if kind in ("%", "x", "points") else anchors
         key = (kind, frozenset(id(s) for s in pool))
         if key not in self.candidates:
             self.candidates[key] = list(_candidates(kind, pool, index))
         return self.candidates[key]
 
 
+@dataclass(frozen=True)
+class Near:
+    """The sourced figures near a figure: the one fact each is taken for (`first`), and
+    every fact each may be (`every`, for changes between periods)."""
+
+    first: list[Source]
+    every: list[Source]
+
+
 def derive(
-    figure: Stated, near: list[Source], context: Context, index: SourceIndex, memo: Memo
+    figure: Stated, near: Near, context: Context, index: SourceIndex, memo: Memo
 ) -> list[Derived]:
     """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
     figures `near` it and the facts its context names."""
@@ -66,15 +75,23 @@ def derive(
     high = abs(figure.value) + figure.tolerance * 1.0001 + 1e-12
     return [
         Derived(_formula(how, inputs), inputs, value)
-        for how, inputs, value in memo.of(_kind(figure), near, context, index)
+        for kind, pool in _kinds(figure, near, context)
+        for how, inputs, value in memo.of(kind, pool, context, index)
         if low <= abs(value) <= high
     ]
 
 
-def _kind(figure: Stated) -> str:
+def _kinds(figure: Stated, near: Near, context: Context) -> list[tuple[str, list[Source]]]:
+    """The kinds of derivation `figure` may be, each with the pool it starts from: a fiscal
+    Q4 only where its sentence names a fourth quarter."""
     if figure.unit == "%":
-        return "points" if _POINTS.search(figure.text) else "%"
-    return figure.unit if figure.unit == "x" else "amount"
+        return [("points", near.every)] if _POINTS.search(figure.text) else [("%", near.first)]
+    if figure.unit == "x":
+        return [("x", near.first)]
+    kinds = [("amount", near.first), ("change", near.every)]
+    if any(period.quarter == 4 for period in context.periods):
+        kinds.append(("q4", near.every))
+    return kinds
 
 
 def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
@@ -93,14 +110,11 @@ def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[S
 
 
 def _candidates(kind: str, pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
-    if kind == "points":
-        yield from point_changes(pool, index)
+    if kind in _ACROSS:
+        yield from _ACROSS[kind](pool, index)
         return
     if kind == "%":
         yield from _growths(pool, index)
-    else:
-        yield from amount_changes(pool) if kind == "amount" else ()
-        yield from fourth_quarters(pool, index) if kind == "amount" else ()
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
@@ -112,6 +126,13 @@ def _candidates(kind: str, pool: list[Source], index: SourceIndex) -> Iterator[C
             yield from _sums(
                 a, [b for b in pool if b.period == a.period and b.company == a.company]
             )
+
+
+_ACROSS = {
+    "points": point_changes,
+    "change": lambda pool, _: amount_changes(pool),
+    "q4": fourth_quarters,
+}
 
 
 def _growths(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
