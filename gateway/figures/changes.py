@@ -26,13 +26,15 @@ YEAR_DAYS = 300
 
 
 def amount_changes(pool: list[Source]) -> Iterator[Candidate]:
-    """One concept of one company between two periods of the pool (either order)."""
+    """One concept of one company from a period of the pool to a later one (a fall is
+    stated as a positive amount as often as a negative one)."""
     for a, b in permutations(pool, 2):
+        assert a.period is not None and b.period is not None
         if (
             a.company == b.company
             and a.concept == b.concept
             and a.unit == b.unit
-            and a.period != b.period
+            and a.period.end > b.period.end
         ):
             yield "change", (a, b), a.value - b.value
 
@@ -85,5 +87,5 @@ def point_changes(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]
                 ratios[key].setdefault((a.period, round(ratio, 6)), ("ratio", (a, b), ratio))
     for same in ratios.values():
         for (_, later, x), (_, earlier, y) in permutations(same.values(), 2):
-            if later[0].period != earlier[0].period:
+            if later[0].period.end > earlier[0].period.end:  # type: ignore[union-attr]
                 yield "points", (*later, *earlier), x - y

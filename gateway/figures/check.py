@@ -232,11 +232,16 @@ def _changes_of_derived(checked: list[Checked], contexts: Contexts) -> None:
 
 
 def _same_making(x: Checked, y: Checked) -> bool:
+    """Whether `x` is made as `y` is, from the same concepts, for later periods."""
     concepts = [s.concept for s in x.sources], [s.concept for s in y.sources]
-    periods = {s.period for s in x.sources}, {s.period for s in y.sources}
+    ends = (
+        [s.period.end for s in x.sources if s.period],
+        [s.period.end for s in y.sources if s.period],
+    )
     return (
         concepts[0] == concepts[1]
-        and not periods[0] & periods[1]
+        and bool(ends[0] and ends[1])
+        and min(ends[0]) > max(ends[1])
         and x.figure.unit == y.figure.unit
     )
 
