@@ -217,15 +217,17 @@ def _changes_of_derived(checked: list[Checked], contexts: Contexts) -> None:
     """An amount still unsourced may be the change between two derived figures of its
     paragraph made the same way from the same concepts for two periods (free cash flow
     from one year to the next)."""
-    made: dict[int, list[Checked]] = {}
+    made: dict[int, list[tuple[Checked, float]]] = {}
     for c in checked:
         if c.status == "derived" and c.value is not None and c.figure.unit not in ("%", "x"):
-            made.setdefault(contexts.paragraph(c.figure.start), []).append(c)
+            made.setdefault(contexts.paragraph(c.figure.start), []).append((c, c.value))
     for c in checked:
-        if c.status != "unsourced" or c.figure.identifier or not isinstance(c.figure.value, float):
+        if c.status != "unsourced" or not isinstance(c.figure.value, float):
             continue
-        for x, y in permutations(made.get(contexts.paragraph(c.figure.start), []), 2):
-            if _same_making(x, y) and _within(c.figure, x.value - y.value):  # type: ignore[operator]
+        for (x, later), (y, earlier) in permutations(
+            made.get(contexts.paragraph(c.figure.start), []), 2
+        ):
+            if _same_making(x, y) and _within(c.figure, later - earlier):
                 c.status, c.sources = "derived", [*x.sources, *y.sources]
                 c.formula = f"({x.formula}) − ({y.formula})"
                 break
@@ -233,13 +235,9 @@ def _changes_of_derived(checked: list[Checked], contexts: Contexts) -> None:
 
 def _same_making(x: Checked, y: Checked) -> bool:
     """Whether `x` is made as `y` is, from the same concepts, for later periods."""
-    concepts = [s.concept for s in x.sources], [s.concept for s in y.sources]
-    ends = (
-        [s.period.end for s in x.sources if s.period],
-        [s.period.end for s in y.sources if s.period],
-    )
+    ends = [[s.period.end for s in c.sources if s.period] for c in (x, y)]
     return (
-        concepts[0] == concepts[1]
+        [s.concept for s in x.sources] == [s.concept for s in y.sources]
         and bool(ends[0] and ends[1])
         and min(ends[0]) > max(ends[1])
         and x.figure.unit == y.figure.unit
