@@ -51,9 +51,13 @@ class Checked:
             "value": value,
             "unit": f.unit,
             "status": self.status,
-            "sources": [s.public() for s in self.sources[:MAX_SOURCES]],
+            "sources": [s.public() for s in self.sources[: self._shown()]],
             "formula": self.formula,
         }
+
+    def _shown(self) -> int:
+        """Every input of a formula; at most `MAX_SOURCES` places a value was found."""
+        return len(self.sources) if self.formula else MAX_SOURCES
 
 
 @dataclass

@@ -80,6 +80,12 @@ def test_a_fourth_quarter_computed_from_its_year() -> None:
     found = figures.check(said.format("$27.5 billion"), figures.build(QUARTERS)).figures[0]
     assert found.status == "derived" and len(found.sources) == 4
     assert found.formula is not None and found.formula.count("−") == 3
+    assert [s["period"] for s in found.public()["sources"]] == [
+        "2024-09-29/2025-09-27",
+        "2024-09-29/2024-12-28",
+        "2024-12-29/2025-03-29",
+        "2025-03-30/2025-06-28",
+    ]
     # The year less two quarters (a quarter forgotten) is wrong.
     assert statuses(said.format("$50.9 billion"), QUARTERS)["$50.9 billion"] == "unsourced"
     # Without a fourth quarter named, the same value is not taken for one.
