@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from bench.figures_changes import CHANGES, paragraph
 from bench.figures_formats import money, mutate_digits, still_right
 from tools import ToolContext, ToolsConfig, open_toolset
 
@@ -39,6 +40,7 @@ ERRORS = (
     "invented",
     "growth_off",
     "wrong_company",
+    *CHANGES,
 )
 
 
@@ -49,6 +51,7 @@ class Result:
     content: str
     annual: dict[int, dict[str, Any]]
     """Fiscal year (year of its end) -> its newest annual row."""
+    quarterly: list[dict[str, Any]] = field(default_factory=list)
 
 
 Data = dict[tuple[str, str], Result]
@@ -72,7 +75,8 @@ async def load() -> Data:
                 annual: dict[int, dict[str, Any]] = {}
                 for row in rows:
                     annual.setdefault(int(row["end"][:4]), row)
-                data[(ticker, concept)] = Result(use_id, args, outcome.content, annual)
+                quarters = first.get("quarterly", [])
+                data[(ticker, concept)] = Result(use_id, args, outcome.content, annual, quarters)
     return data
 
 
@@ -161,7 +165,7 @@ def _sentences(
     value, prior = row["value"], data[(ticker, first)].annual[year - 1]["value"]
     style = rng.randrange(6)
     shown = money(value, rng, style)
-    kind = error if error not in (None, "growth_off") else "ok"
+    kind = error if error not in (None, "growth_off", *CHANGES) else "ok"
     if kind != "ok":
         planted = _planted(data, rng, kind, (ticker, first, year, other), style)
         if planted is None or still_right(planted, value) or not planted.strip("-US$.,0BMbilonm "):
@@ -182,6 +186,10 @@ def _sentences(
     answer.figure(money(data[(ticker, third)].annual[year]["value"], rng))
     answer.say(".")
     _extras(answer, data, rng, ticker, name, year, concepts, other)
+    if error in CHANGES or rng.random() < 0.5:
+        labels = (LABELS[first], LABELS[second])
+        rows = (data[(ticker, first)], data[(ticker, second)])
+        return paragraph(answer, rng, error, labels, rows) or error not in CHANGES
     return True
 
 

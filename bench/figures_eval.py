@@ -6,10 +6,12 @@ cost on a 2,000-character answer against 200 KB of tool results.
 
 Each answer states a company's figures for one fiscal year from the offline
 `get_sec_company_facts` results (amounts in several formats, a growth rate, a margin, a
-per-share amount, a "(in millions)" table, another company's figure), and either nothing
-wrong or one planted error: another period's value, a wrong scale, transposed or dropped
-digits, a wrong rounding, an invented number, a growth rate off by more than its rounding,
-a right value for the wrong company. A planted error is caught when its figure comes out
+per-share amount, a "(in millions)" table, another company's figure, and often an analyst
+paragraph: a change between two years, a ratio's change in percentage points, a computed
+fiscal Q4), and either nothing wrong or one planted error: another period's value, a wrong
+scale, transposed or dropped digits, a wrong rounding, an invented number, a growth rate
+off by more than its rounding, a right value for the wrong company, a wrong change, a
+wrong change in points, a wrong Q4. A planted error is caught when its figure comes out
 `unsourced` or `other_period`; a correct figure is flagged when it comes out so.
 """
 

@@ -1,5 +1,6 @@
-"""Values derived from two sourced figures: growth (yearly or compounded), margin or share,
-difference, sum.
+"""Values derived from sourced figures: growth (yearly or compounded), margin or share,
+difference, sum; and across periods (`changes`): the change of an amount, of a ratio in
+percentage points, a fiscal Q4 as its year less three quarters.
 
 Only pairs that make sense are tried (not every pair of numbers in the run, which would
 find any percentage somewhere). The pool: the sourced figures the answer states near this
@@ -8,30 +9,32 @@ concept of one company between a period of the pool and one a year apart (or ano
 the pool), and compounded a year between two of those two or more years apart. A margin
 or a share: two concepts of one company for the same period, one of them in the pool. A
 sum or a difference: two figures the answer states near it (an amount has too many
-chance sums otherwise).
+chance sums otherwise). A change in percentage points ("+1.2 percentage points", "-3 pp")
+is only ever such a change, and a percentage never one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import permutations
 
+from gateway.figures.changes import Candidate, amount_changes, fourth_quarters, point_changes
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
 from gateway.figures.index import SourceIndex
 from gateway.figures.sources import Source
 
 MAX_POOL = 80
+_POINTS = re.compile(r"points?\b|pp\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Derived:
     formula: str
-    inputs: tuple[Source, Source]
-
-
-Candidate = tuple[str, Source, Source, float]
+    inputs: tuple[Source, ...]
+    value: float
 
 
 @dataclass
@@ -42,18 +45,27 @@ class Memo:
     candidates: dict[tuple[str, frozenset[int]], list[Candidate]] = field(default_factory=dict)
 
     def of(
-        self, kind: str, unit: str, near: list[Source], context: Context, index: SourceIndex
+        self, kind: str, near: list[Source], context: Context, index: SourceIndex
     ) -> list[Candidate]:
         anchors = [s for s in near if s.period is not None]
-        pool = anchors if kind == "amount" else _pool(anchors, context, index)
+        pool = _pool(anchors, context, index) if kind in ("%", "x", "points") else anchors
         key = (kind, frozenset(id(s) for s in pool))
         if key not in self.candidates:
-            self.candidates[key] = list(_candidates(unit, pool, index))
+            self.candidates[key] = list(_candidates(kind, pool, index))
         return self.candidates[key]
 
 
+@dataclass(frozen=True)
+class Near:
+    """The sourced figures near a figure: the one fact each is taken for (`first`), and
+    every fact each may be (`every`, for changes between periods)."""
+
+    first: list[Source]
+    every: list[Source]
+
+
 def derive(
-    figure: Stated, near: list[Source], context: Context, index: SourceIndex, memo: Memo
+    figure: Stated, near: Near, context: Context, index: SourceIndex, memo: Memo
 ) -> list[Derived]:
     """Every derivation of `figure`'s value (within the rounding it shows) from the sourced
     figures `near` it and the facts its context names."""
@@ -61,12 +73,25 @@ def derive(
         return []
     low = abs(figure.value) - figure.tolerance * 1.0001 - 1e-12
     high = abs(figure.value) + figure.tolerance * 1.0001 + 1e-12
-    kind = figure.unit if figure.unit in ("%", "x") else "amount"
     return [
-        Derived(_formula(how, a, b), (a, b))
-        for how, a, b, value in memo.of(kind, figure.unit, near, context, index)
+        Derived(_formula(how, inputs), inputs, value)
+        for kind, pool in _kinds(figure, near, context)
+        for how, inputs, value in memo.of(kind, pool, context, index)
         if low <= abs(value) <= high
     ]
+
+
+def _kinds(figure: Stated, near: Near, context: Context) -> list[tuple[str, list[Source]]]:
+    """The kinds of derivation `figure` may be, each with the pool it starts from: a fiscal
+    Q4 only where its sentence names a fourth quarter."""
+    if figure.unit == "%":
+        return [("points", near.every)] if _POINTS.search(figure.text) else [("%", near.first)]
+    if figure.unit == "x":
+        return [("x", near.first)]
+    kinds = [("amount", near.first), ("change", near.every)]
+    if any(period.quarter == 4 for period in context.periods):
+        kinds.append(("q4", near.every))
+    return kinds
 
 
 def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[Source]:
@@ -84,17 +109,18 @@ def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[S
     return list(pool.values())[:MAX_POOL]
 
 
-def _candidates(
-    unit: str, pool: list[Source], index: SourceIndex
-) -> Iterator[tuple[str, Source, Source, float]]:
-    if unit == "%":
+def _candidates(kind: str, pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
+    if kind in _ACROSS:
+        yield from _ACROSS[kind](pool, index)
+        return
+    if kind == "%":
         yield from _growths(pool, index)
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
-        if unit == "%":
+        if kind == "%":
             yield from _ratios(a, same_period, 100.0)
-        elif unit == "x":
+        elif kind == "x":
             yield from _ratios(a, same_period, 1.0)
         else:
             yield from _sums(
@@ -102,7 +128,14 @@ def _candidates(
             )
 
 
-def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Source, Source, float]]:
+_ACROSS = {
+    "points": point_changes,
+    "change": lambda pool, _: amount_changes(pool),
+    "q4": fourth_quarters,
+}
+
+
+def _growths(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
     """One concept of one company between a period in play and the same period a year
     before or after (or another period in play)."""
     relevant = {s.period for s in pool if s.period is not None}
@@ -116,43 +149,46 @@ def _growths(pool: list[Source], index: SourceIndex) -> Iterator[tuple[str, Sour
         ]
         for a, b in permutations(series, 2):
             if b.value and a.period != b.period:
-                yield "growth", a, b, (a.value - b.value) / abs(b.value) * 100
+                yield "growth", (a, b), (a.value - b.value) / abs(b.value) * 100
                 if a.period.end.year - b.period.end.year >= 2:  # type: ignore[union-attr]
                     yield from _compounded(a, b)
 
 
-def _compounded(a: Source, b: Source) -> Iterator[tuple[str, Source, Source, float]]:
+def _compounded(a: Source, b: Source) -> Iterator[Candidate]:
     """The yearly rate compounded from `b` to a later `a` two or more years on."""
     assert a.period is not None and b.period is not None
     years = round((a.period.end - b.period.end).days / 365.25)
     if years >= 2 and a.value > 0 and b.value > 0:
-        yield f"cagr{years}", a, b, ((a.value / b.value) ** (1 / years) - 1) * 100
+        yield f"cagr{years}", (a, b), ((a.value / b.value) ** (1 / years) - 1) * 100
 
 
-def _ratios(
-    a: Source, same_period: list[Source], scale: float
-) -> Iterator[tuple[str, Source, Source, float]]:
+def _ratios(a: Source, same_period: list[Source], scale: float) -> Iterator[Candidate]:
     for b in same_period:
         if b is not a and b.value and b.unit == a.unit:
-            yield "ratio", a, b, a.value / b.value * scale
+            yield "ratio", (a, b), a.value / b.value * scale
 
 
-def _sums(a: Source, same_period: list[Source]) -> Iterator[tuple[str, Source, Source, float]]:
+def _sums(a: Source, same_period: list[Source]) -> Iterator[Candidate]:
     for b in same_period:
         if b is not a and b.unit == a.unit and b.concept != a.concept:
-            yield "difference", a, b, a.value - b.value
-            yield "sum", a, b, a.value + b.value
+            yield "difference", (a, b), a.value - b.value
+            yield "sum", (a, b), a.value + b.value
 
 
-def _formula(kind: str, a: Source, b: Source) -> str:
-    name_a, name_b = _name(a), _name(b)
+def _formula(kind: str, inputs: tuple[Source, ...]) -> str:
+    names = [_name(s) for s in inputs]
+    if kind == "points":
+        return f"{names[0]} ÷ {names[1]} − {names[2]} ÷ {names[3]} (percentage points)"
+    if kind == "q4":
+        return " − ".join(names)
+    name_a, name_b = names[0], names[1]
     if kind == "growth":
         return f"({name_a} − {name_b}) ÷ {name_b}"
     if kind.startswith("cagr"):
         return f"({name_a} ÷ {name_b})^(1/{kind[4:]}) − 1"
     if kind == "ratio":
         return f"{name_a} ÷ {name_b}"
-    if kind == "difference":
+    if kind in ("difference", "change"):
         return f"{name_a} − {name_b}"
     return f"{name_a} + {name_b}"
 
