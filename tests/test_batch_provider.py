@@ -31,7 +31,7 @@ class OneResult(Rounds):
         async def journal(record: RoundRecord) -> None:
             return None
 
-        super().__init__(cast(BatchesAPI, None), 1, journal)
+        super().__init__(cast(BatchesAPI, None), 1, journal, key="k")
         self.result = result
         self.asked: list[tuple[str, dict[str, Any]]] = []
 

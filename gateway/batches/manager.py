@@ -9,17 +9,16 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from secrets import token_hex
 from typing import Any, cast
 
+from gateway.batches import lookup
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch, Question
 from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
 from gateway.batches.rounds import RoundRecord, Rounds
-from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics
@@ -47,6 +46,8 @@ class BatchOptions:
     upstream: str
     """The primary upstream's name (`anthropic` or `demo`): the questions' `upstream`."""
     model: str
+    clock_skew_s: float = lookup.CLOCK_SKEW_S
+    """How far the API's clock may be from this worker's (`lookup`)."""
 
 
 class BatchManager:
@@ -160,13 +161,15 @@ class BatchManager:
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
-        recovered = await self._recover(rounds)
         write_round = self.journal.round_writer(batch.id, self._count_round)
-        batch.rounds = rounds_ = Rounds(self.api, len(open_), write_round, rounds)
+        batch.rounds = rounds_ = Rounds(
+            self.api, len(open_), write_round, rounds, key=batch.id.removeprefix("batch_"),
+            on_note=lambda r: batch.emit("batch_status", state=batch.state, round=r.number,
+                                         note=r.note),
+            skew_s=self.options.clock_skew_s,
+        )  # fmt: skip
         try:
             await self.journal.begin(record)
-            for round_ in recovered:
-                await write_round(round_)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
             async with asyncio.TaskGroup() as group:
                 for question in open_:
@@ -179,21 +182,6 @@ class BatchManager:
         await rounds_.close()
         self._finish(batch)
         await self.journal.end(batch)
-
-    async def _recover(self, rounds: list[RoundRecord]) -> list[RoundRecord]:
-        """A round journaled as `submitting` without an id may have been created: find it
-        by its custom_ids before anything is submitted again. The rounds it updated."""
-        found = []
-        for record in rounds:
-            if record.state == "submitting" and record.api_batch_id is None:
-                since = datetime.fromisoformat(record.submitted_at) - timedelta(minutes=1)
-                try:
-                    record.api_batch_id = await self.api.find(record.custom_ids, since)
-                except UpstreamFailure:
-                    log.exception("batches: cannot look for round %d's batch", record.number)
-                record.state = "submitted" if record.api_batch_id else "failed"
-                found.append(record)
-        return found
 
     async def _run_question(
         self, batch: Batch, question: Question, configs: list[LoopConfig]

@@ -292,10 +292,13 @@ async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
         max_events=settings.gateway_run_log_max_events,
         upstream=primary.name,
         model=settings.model,
+        clock_skew_s=settings.gateway_batch_clock_skew_s,
     )
     manager = BatchManager(
         app[keys.RUNS].factory,
-        BatchesAPI(primary.client, settings.gateway_batch_poll_s),
+        BatchesAPI(
+            primary.client, settings.gateway_batch_poll_s, settings.gateway_batch_create_timeout_s
+        ),
         options,
         app[keys.METRICS],
         journal,

@@ -13,7 +13,8 @@ are answered by `script(request) -> Reply` (a fresh `Reply` each call), accumula
 Knobs: `processing_s` (the time a batch waits before it is answered, standing for the
 minutes of the real service), `expire` and `error` (custom_ids, or a predicate, whose
 requests come back `expired`, or `errored` with `error_type`; `error` may also map
-custom_ids to their own error types), `fail(op, status)` (an HTTP
+custom_ids to their own error types; a name picks a custom_id, or the gateway's call
+`q{index}-t{turn}` whatever batch tail its custom_id carries), `fail(op, status)` (an HTTP
 error on the next call of an endpoint: create, list, retrieve, results, cancel, delete).
 Records: `received` (Counter of custom_ids submitted), `submitted` (batch id -> its
 requests), `cancels` (batch ids a cancel was asked for), `created` (set on each create).
@@ -98,7 +99,9 @@ class FakeBatches:
         if _picked(self.expire, request.custom_id):
             return {"type": "expired"}
         if _picked(self.error, request.custom_id):
-            kind = self.error.get(request.custom_id) if isinstance(self.error, dict) else None
+            kind = None
+            if isinstance(self.error, dict):
+                kind = self.error.get(request.custom_id) or self.error.get(_call(request.custom_id))
             return errored(kind or self.error_type, "fake: scripted failure of this request")
         applied = self.messages.refusal({**request.params, "stream": True}, set(request.betas))
         if isinstance(applied, tuple):
@@ -152,7 +155,14 @@ def _check(body: Any, betas: frozenset[str]) -> str | None:
 
 
 def _picked(pick: Pick, custom_id: str) -> bool:
-    return pick(custom_id) if callable(pick) else custom_id in pick
+    if callable(pick):
+        return pick(custom_id)
+    return custom_id in pick or _call(custom_id) in pick
+
+
+def _call(custom_id: str) -> str:
+    """The gateway's call a custom_id names: `q{index}-t{turn}` without its batch tail."""
+    return custom_id.rsplit("-", 1)[0]
 
 
 def _op(request: web.Request) -> str | None:
