@@ -136,10 +136,8 @@ class BatchesAPI:
                 if not page.has_next_page():
                     return found
                 if pages >= LIST_PAGES:
-                    raise UpstreamFailure(
-                        "UNKNOWN_ERROR", f"more than {LIST_PAGES} pages of Message Batches "
-                        "in the window of one create", retryable=True,
-                    )  # fmt: skip
+                    message = f"more than {LIST_PAGES} pages of Message Batches in one window"
+                    raise UpstreamFailure("UNKNOWN_ERROR", message, retryable=True)
                 page = await page.get_next_page()
 
 

@@ -111,6 +111,11 @@ def totals_of(questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def round_view(record: RoundRecord) -> dict[str, Any]:
-    return {"round": record.number, "api_batch_id": record.api_batch_id,
-            "requests": len(record.custom_ids), "state": record.state,
-            "results": record.results, "note": record.note}  # fmt: skip
+    return {
+        "round": record.number,
+        "api_batch_id": record.api_batch_id,
+        "requests": len(record.custom_ids),
+        "state": record.state,
+        "results": record.results,
+        "note": record.note,
+    }

@@ -29,9 +29,12 @@ CLOCK_SKEW_S = 60.0
 
 
 async def find(
-    api: BatchesAPI, custom_ids: Collection[str], journaled_at: datetime,
-    skip: Collection[str] = (), skew_s: float = CLOCK_SKEW_S,
-) -> str | None:  # fmt: skip
+    api: BatchesAPI,
+    custom_ids: Collection[str],
+    journaled_at: datetime,
+    skip: Collection[str] = (),
+    skew_s: float = CLOCK_SKEW_S,
+) -> str | None:
     """The id of the API batch of exactly `custom_ids`, created in the window of a create
     journaled at `journaled_at`; None once a complete look found none. `skip`: ids of
     batches known to be other rounds'. Raises the `UpstreamFailure` of a failing call."""

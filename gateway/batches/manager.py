@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -162,12 +163,10 @@ class BatchManager:
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
         write_round = self.journal.round_writer(batch.id, self._count_round)
-        batch.rounds = rounds_ = Rounds(
-            self.api, len(open_), write_round, rounds, key=batch.id.removeprefix("batch_"),
-            on_note=lambda r: batch.emit("batch_status", state=batch.state, round=r.number,
-                                         note=r.note),
-            skew_s=self.options.clock_skew_s,
-        )  # fmt: skip
+        key, skew_s = batch.id.removeprefix("batch_"), self.options.clock_skew_s
+        rounds_ = Rounds(self.api, len(open_), write_round, rounds, key=key, skew_s=skew_s)
+        rounds_.on_note = functools.partial(_noted, batch)
+        batch.rounds = rounds_
         try:
             await self.journal.begin(record)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
@@ -237,6 +236,11 @@ class BatchManager:
         for batch_id in [b.id for b in self._batches.values()
                          if b.finished_at is not None and b.finished_at < horizon]:  # fmt: skip
             del self._batches[batch_id]
+
+
+def _noted(batch: Batch, record: RoundRecord) -> None:
+    """A round waits (its lookup failing) or stops waiting: the batch's events say so."""
+    batch.emit("batch_status", state=batch.state, round=record.number, note=record.note)
 
 
 def _audited(totals: dict[str, Any]) -> dict[str, Any]:

@@ -87,14 +87,21 @@ class Rounds:
     """The barrier and the API batches of one batch's questions."""
 
     def __init__(
-        self, api: BatchesAPI, members: int, journal: Journal, recorded: Iterable[RoundRecord] = (),
-        *, key: str, on_note: OnNote = lambda record: None, skew_s: float = lookup.CLOCK_SKEW_S,
-    ) -> None:  # fmt: skip
+        self,
+        api: BatchesAPI,
+        members: int,
+        journal: Journal,
+        recorded: Iterable[RoundRecord] = (),
+        *,
+        key: str,
+        on_note: OnNote = lambda record: None,
+        skew_s: float = lookup.CLOCK_SKEW_S,
+    ) -> None:
         self._api = api
         self._members = members
         self._journal = journal
         self._key = key
-        self._on_note = on_note
+        self.on_note = on_note
         self._skew_s = skew_s
         self.rounds: list[RoundRecord] = list(recorded)
         self._known = {stem_of(c): r for r in self.in_flight + self.ended for c in r.custom_ids}
@@ -232,12 +239,13 @@ class Rounds:
         failed = 0
         while True:
             try:
-                found = await lookup.find(self._api, record.custom_ids, journaled_at, skip,
-                                          self._skew_s)  # fmt: skip
+                found = await lookup.find(
+                    self._api, record.custom_ids, journaled_at, skip, self._skew_s
+                )
             except UpstreamFailure as failure:
                 failed += 1
-                await self._noted(record, f"looking for its Message Batch failed "
-                                          f"({failure.message}); trying again")  # fmt: skip
+                note = f"looking for its Message Batch failed ({failure.message}); trying again"
+                await self._noted(record, note)
                 await self._api.backoff(failure, failed)
                 continue
             if record.note is not None:
@@ -259,7 +267,7 @@ class Rounds:
 
     async def _noted(self, record: RoundRecord, note: str | None) -> None:
         record.note = note
-        self._on_note(record)
+        self.on_note(record)
         await self._journal(record)
 
 

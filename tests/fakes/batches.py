@@ -15,7 +15,10 @@ minutes of the real service), `expire` and `error` (custom_ids, or a predicate, 
 requests come back `expired`, or `errored` with `error_type`; `error` may also map
 custom_ids to their own error types; a name picks a custom_id, or the gateway's call
 `q{index}-t{turn}` whatever batch tail its custom_id carries), `fail(op, status)` (an HTTP
-error on the next call of an endpoint: create, list, retrieve, results, cancel, delete).
+error on the next call of an endpoint: create, list, retrieve, results, cancel, delete),
+`stall(op, seconds, created=...)` (the next call of an endpoint is not answered for that
+long: before the API acts on it, or, with `created`, after: a create that made its batch
+whose answer never came).
 Records: `received` (Counter of custom_ids submitted), `submitted` (batch id -> its
 requests), `cancels` (batch ids a cancel was asked for), `created` (set on each create).
 """
@@ -72,6 +75,9 @@ class FakeBatches:
         self.cancels: list[str] = []
         self.created = asyncio.Event()
         self.failures: dict[str, list[int]] = {}
+        self.stalls: dict[str, list[tuple[float, bool]]] = {}
+        self.calls: Counter[str] = Counter()
+        """Calls of each endpoint (create, list, retrieve, results, cancel, delete)."""
         self.store = _RecordingStore(self, self._process, processing_s=processing_s)
 
     @property
@@ -85,6 +91,11 @@ class FakeBatches:
     def fail(self, op: str, status: int, times: int = 1) -> None:
         """Answer the next `times` calls of `op` with an HTTP `status` error."""
         self.failures.setdefault(op, []).extend([status] * times)
+
+    def stall(self, op: str, seconds: float, *, created: bool = False) -> None:
+        """Leave the next call of `op` unanswered for `seconds`; with `created`, after it
+        took effect. The client gives up first (its timeout is shorter)."""
+        self.stalls.setdefault(op, []).append((seconds, created))
 
     def batch(self, batch_id: str) -> Batch | None:
         return self.store.get(batch_id)
@@ -119,6 +130,15 @@ class FakeBatches:
     @web.middleware
     async def _failing(self, request: web.Request, handler: Any) -> web.StreamResponse:
         op = _op(request)
+        self.calls[op or ""] += 1
+        stalls = self.stalls.get(op or "")
+        if stalls:
+            seconds, created = stalls.pop(0)
+            if created:
+                await handler(request)
+            await asyncio.sleep(seconds)
+            body = {"type": "error", "error": {"type": "api_error", "message": "fake: stalled"}}
+            return web.json_response(body, status=500)
         statuses = self.failures.get(op or "")
         if statuses:
             status = statuses.pop(0)

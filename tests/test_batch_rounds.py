@@ -1,0 +1,253 @@
+"""The rounds of a batch against the strict fake Message Batches API, through the real SDK
+client and `BatchesAPI`: a round whose create was never answered is found (only) by its
+own custom_ids, a failing lookup or read is tried again and never paid twice, a refused
+create is not retried, a failing cancel says so, and the per-type counts are journaled."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anthropic
+import pytest
+from pytest_aiohttp import AiohttpServer
+
+from gateway.batches.api import BatchesAPI
+from gateway.batches.rounds import (
+    CANCEL_TRIES,
+    RoundRecord,
+    Rounds,
+    custom_ids,
+    missing,
+    stem,
+)
+from gateway.errors import UpstreamFailure
+from tests.fakes.anthropic import Reply, Text
+from tests.fakes.batches import BatchRequest, FakeBatches
+
+MODEL = "claude-test-model"
+ALICE, BOB = "a" * 32, "b" * 32
+SKEW_S = 0.2
+Serve = Callable[[FakeBatches], Awaitable[BatchesAPI]]
+
+
+def params(text: str) -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": text}]}
+
+
+def script(request: BatchRequest) -> Reply:
+    return Reply([Text(f"Answer to: {request.params['messages'][0]['content']}")])
+
+
+def text(result: dict[str, Any]) -> str:
+    assert result["result"]["type"] == "succeeded", result
+    return str(result["result"]["message"]["content"][0]["text"])
+
+
+class Journal:
+    """What the rounds journal, each write as it was then."""
+
+    def __init__(self) -> None:
+        self.written: list[RoundRecord] = []
+        self.notes: list[str | None] = []
+
+    async def __call__(self, record: RoundRecord) -> None:
+        self.written.append(dataclasses.replace(record, results=dict(record.results)))
+
+    def note(self, record: RoundRecord) -> None:
+        self.notes.append(record.note)
+
+    @property
+    def states(self) -> list[str]:
+        return [r.state for r in self.written]
+
+
+@pytest.fixture
+async def serve(aiohttp_server: AiohttpServer) -> AsyncIterator[Serve]:
+    clients: list[anthropic.AsyncAnthropic] = []
+
+    async def start(fake: FakeBatches) -> BatchesAPI:
+        server = await aiohttp_server(fake.app())
+        url = str(server.make_url("")).rstrip("/")
+        clients.append(anthropic.AsyncAnthropic(api_key="test", base_url=url, max_retries=0))
+        return BatchesAPI(clients[-1], poll_s=0.01, create_timeout_s=0.3)
+
+    yield start
+    for client in clients:
+        await client.close()
+
+
+def rounds_of(
+    api: BatchesAPI,
+    journal: Journal,
+    key: str,
+    recorded: list[RoundRecord] | None = None,
+    members: int = 1,
+) -> Rounds:
+    return Rounds(
+        api, members, journal, recorded or [], key=key, on_note=journal.note, skew_s=SKEW_S
+    )
+
+
+def journaled(key: str, question: str) -> RoundRecord:
+    """Round 1 of a one-question batch, journaled `submitting` by a worker that stopped."""
+    return RoundRecord(1, custom_ids(key, {stem(0, 1): (params(question), ())}))
+
+
+def test_custom_ids_carry_the_batch_and_the_requests_within_the_api_pattern() -> None:
+    last = stem(99_999, 100)  # the most questions and turns a batch may have
+    [cid] = custom_ids(ALICE, {last: (params("x"), ())})
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", cid) and cid.startswith(f"{last}-{ALICE}")
+    other = [
+        custom_ids(BOB, {last: (params("x"), ())}),
+        custom_ids(ALICE, {last: (params("y"), ())}),
+        custom_ids(ALICE, {last: (params("x"), ("beta-1",))}),
+    ]
+    assert len({cid, *(ids[0] for ids in other)}) == 4
+    assert custom_ids(ALICE, {last: (params("x"), ())}) == [cid]  # the same on every worker
+
+
+async def test_a_taken_over_round_never_takes_another_keys_answer(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    alices = journaled(ALICE, "alice's question")  # her worker died before `create`
+    bob = rounds_of(api, Journal(), BOB)  # bob's batch of the same shape goes out after
+    assert text(await bob.call(stem(0, 1), params("bob's private question"), ())) == (
+        "Answer to: bob's private question"
+    )
+    journal = Journal()
+    taken = rounds_of(api, journal, ALICE, [alices])
+    answer = await taken.call(stem(0, 1), params("alice's question"), ())
+    assert text(answer) == "Answer to: alice's question"
+    assert fake.received[alices.custom_ids[0]] == 1  # her call, sent once it was not found
+    assert journal.states == ["not_created", "submitting", "submitted", "ended"]
+    assert len(fake.submitted) == 2
+
+
+async def test_a_failing_lookup_waits_and_says_so_never_paying_twice(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    record = journaled(ALICE, "q")
+    made = await api.create([{"custom_id": record.custom_ids[0], "params": params("q")}], ())
+    fake.fail("list", 529, times=3)
+    journal = Journal()
+    answer = await rounds_of(api, journal, ALICE, [record]).call(stem(0, 1), params("q"), ())
+    assert text(answer) == "Answer to: q"
+    assert list(fake.submitted) == [made] and fake.calls["create"] == 1
+    assert fake.calls["list"] == 4
+    assert len(journal.notes) == 4 and journal.notes[-1] is None
+    assert all("looking for its Message Batch failed" in str(n) for n in journal.notes[:3])
+    assert journal.written[0].note == journal.notes[0]  # the progress says so too
+    assert journal.written[-1].state == "ended" and journal.written[-1].api_batch_id == made
+
+
+async def test_paid_results_are_read_until_read(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("retrieve", 503, times=6)
+    fake.fail("results", 529, times=7)
+    journal = Journal()
+    answer = await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
+    assert text(answer) == "Answer to: q"
+    assert fake.calls["results"] == 8 and fake.calls["create"] == 1
+    assert journal.written[-1].results == {"succeeded": 1}
+
+
+async def test_a_lookup_does_not_wait_for_a_stranger_in_progress(serve: Serve) -> None:
+    fake = FakeBatches(script, processing_s=30)
+    api = await serve(fake)
+    stranger = await api.create([{"custom_id": "other-0", "params": params("x")}], ())
+    fake.processing_s = 0
+    record = journaled(ALICE, "q")
+    made = await api.create([{"custom_id": record.custom_ids[0], "params": params("q")}], ())
+    answer = await rounds_of(api, Journal(), ALICE, [record]).call(stem(0, 1), params("q"), ())
+    assert text(answer) == "Answer to: q"
+    batch = fake.batch(stranger)
+    assert batch is not None and batch.ended_at is None  # still in progress: not waited on
+    assert list(fake.submitted) == [stranger, made]
+
+
+async def test_a_refused_create_is_not_tried_again(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("create", 400)
+    journal = Journal()
+    with pytest.raises(UpstreamFailure) as caught:
+        await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
+    assert "creating a Message Batch" in caught.value.message
+    assert fake.calls["create"] == 1 and not fake.submitted
+    assert journal.states == ["submitting", "failed"]
+
+
+async def test_an_overloaded_create_is_tried_again(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("create", 529)
+    answer = await rounds_of(api, Journal(), ALICE).call(stem(0, 1), params("q"), ())
+    assert text(answer) == "Answer to: q"
+    assert fake.calls["create"] == 2 and len(fake.submitted) == 1
+    assert fake.calls["list"] == 0  # an answered 529 created nothing: no lookup
+
+
+@pytest.mark.parametrize("created", [True, False], ids=["created", "never-created"])
+async def test_an_unanswered_create_is_looked_up_before_any_other(
+    serve: Serve, created: bool
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.stall("create", 1.0, created=created)  # longer than the client's 0.3 s
+    journal = Journal()
+    answer = await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
+    assert text(answer) == "Answer to: q"
+    assert len(fake.submitted) == 1 and set(fake.received.values()) == {1}
+    assert fake.calls["create"] == (1 if created else 2)
+    assert fake.calls["list"] >= 1
+
+
+async def test_a_failing_cancel_is_tried_again_then_said(serve: Serve) -> None:
+    fake = FakeBatches(script, processing_s=30)
+    api = await serve(fake)
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE)
+    call = asyncio.create_task(rounds.call(stem(0, 1), params("q"), ()))
+    async with asyncio.timeout(10):
+        while not rounds.in_flight or rounds.in_flight[0].api_batch_id is None:
+            await asyncio.sleep(0.01)
+    fake.fail("cancel", 500, times=CANCEL_TRIES)
+    await rounds.cancel()
+    assert fake.calls["cancel"] == CANCEL_TRIES and not fake.cancels
+    assert "cancelling it failed" in str(journal.notes[-1])
+    assert "cancelling it failed" in str(journal.written[-1].note)
+    fake.fail("cancel", 529)
+    await rounds.cancel()
+    assert fake.cancels == [rounds.rounds[0].api_batch_id]
+    assert (await call)["result"]["type"] == "canceled"  # the API's side of the cancel
+    await rounds.close()
+
+
+async def test_each_result_type_is_counted_in_the_journal(serve: Serve) -> None:
+    fake = FakeBatches(script, expire={"q1-t1"}, error={"q2-t1"})
+    api = await serve(fake)
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE, members=3)
+    answers = await asyncio.gather(
+        *(rounds.call(stem(i, 1), params(f"q{i}"), ()) for i in range(3))
+    )
+    assert [a["result"]["type"] for a in answers] == ["succeeded", "expired", "errored"]
+    assert journal.written[-1].results == {"succeeded": 1, "expired": 1, "errored": 1}
+    assert text(answers[0]) == "Answer to: q0"
+
+
+async def test_a_result_the_batch_lacks_is_an_errored_one(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    other = await api.create([{"custom_id": "other-0", "params": params("x")}], ())
+    record = journaled(ALICE, "q")
+    record.api_batch_id, record.state = other, "submitted"
+    answer = await rounds_of(api, Journal(), ALICE, [record]).call(stem(0, 1), params("q"), ())
+    assert answer == missing(record.custom_ids[0])
+    assert answer["result"]["type"] == "errored"
+    assert f"no result for {record.custom_ids[0]}" in answer["result"]["error"]["error"]["message"]
