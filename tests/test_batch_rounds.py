@@ -251,3 +251,25 @@ async def test_a_result_the_batch_lacks_is_an_errored_one(serve: Serve) -> None:
     assert answer == missing(record.custom_ids[0])
     assert answer["result"]["type"] == "errored"
     assert f"no result for {record.custom_ids[0]}" in answer["result"]["error"]["error"]["message"]
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+async def test_a_stopped_batch_forms_no_round_as_its_questions_leave(
+    serve: Serve, stopped: bool
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE, members=3)
+    waiting = [asyncio.create_task(rounds.call(stem(i, 1), params("q"), ())) for i in (1, 2)]
+    await asyncio.sleep(0.01)  # questions 1 and 2 wait at the barrier, 0 runs its tools
+    if stopped:
+        rounds.stop()  # the worker lost the batch: its questions are cancelled one by one
+    rounds.leave()  # question 0, cancelled in its tools, leaves before the others
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    await asyncio.sleep(0.05)
+    await rounds.close()
+    assert len(rounds.rounds) == (0 if stopped else 1)  # unstopped, the barrier was met
+    assert fake.calls["create"] == 0 or not stopped

@@ -74,6 +74,15 @@ class Batch:
     def done(self) -> bool:
         return self.state == "ended"
 
+    def stop(self) -> None:
+        """Stop driving the batch here (shutdown, or it was taken over elsewhere): no new
+        round goes out, and what its questions end with now is not their outcome."""
+        self.stopping = True
+        if self.rounds is not None:
+            self.rounds.stop()
+        if self.task is not None:
+            self.task.cancel()
+
     def totals(self) -> dict[str, Any]:
         return totals_of([q.progress() for q in self.questions])
 

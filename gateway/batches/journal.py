@@ -238,8 +238,13 @@ class SharedJournal(MemoryJournal):
         self.tokens[batch_id] = token
 
     def lost(self, batch_id: str) -> None:
+        """The batch was taken over elsewhere: nothing more of it is written from here (the
+        writes waiting fail with `JournalLost`), and its drive stops (`on_lost`)."""
         if self.tokens.pop(batch_id, None) is not None:
             log.warning("batches: %s was taken over elsewhere; stopping it here", batch_id)
+            writer = self._writers.pop(batch_id, None)
+            if writer is not None:
+                writer.abandon()
             self.on_lost(batch_id)
 
     async def begin(self, record: Record) -> None:
@@ -256,8 +261,14 @@ class SharedJournal(MemoryJournal):
     def round_writer(
         self, batch_id: str, on_round: OnRound
     ) -> Callable[[RoundRecord], Awaitable[None]]:
+        token = self.tokens.get(batch_id)  # None: the batch is not durable (claim failed)
+
         async def write(record: RoundRecord) -> None:
             on_round(record)
+            if token is None:
+                return
+            if self.tokens.get(batch_id) != token:  # lost, maybe taken back since: not ours
+                raise JournalLost(batch_id)
             await self._write(batch_id, "r", {str(record.number): round_json(record)})
 
         return write
@@ -353,11 +364,19 @@ class _Writer:
         self._task = asyncio.create_task(self._run())
         self._lost = False
 
+    def abandon(self) -> None:
+        """The batch is lost: no write more; those waiting fail with `JournalLost`."""
+        self._lost = True
+        self._task.cancel()
+        while not self._queue.empty():
+            _, done = self._queue.get_nowait()
+            self._queue.task_done()
+            self._fail(done)
+
     def put(self, write: Write, *, wait: bool = False) -> asyncio.Future[None] | None:
         done = asyncio.get_running_loop().create_future() if wait else None
         if self._lost:
-            if done is not None:
-                done.set_exception(JournalLost(self._batch_id))
+            self._fail(done)
             return done
         self._queue.put_nowait((write, done))
         return done
@@ -366,7 +385,7 @@ class _Writer:
         await self._queue.join()
 
     async def close(self) -> None:
-        self._task.cancel()
+        self.abandon()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
 
@@ -374,17 +393,22 @@ class _Writer:
         while True:
             write, done = await self._queue.get()
             try:
-                written = self._lost is False and await self._answered(write)
-                if not written:
-                    self._lost = True
-                    self._journal.lost(self._batch_id)
-                if done is not None and not done.done():
-                    if written:
-                        done.set_result(None)
-                    else:
-                        done.set_exception(JournalLost(self._batch_id))
+                written = not self._lost and await self._answered(write)
+            except asyncio.CancelledError:
+                self._fail(done)
+                raise
             finally:
                 self._queue.task_done()
+            if not written:
+                self._fail(done)
+                self._lost = True
+                self._journal.lost(self._batch_id)
+            elif done is not None and not done.done():
+                done.set_result(None)
+
+    def _fail(self, done: asyncio.Future[None] | None) -> None:
+        if done is not None and not done.done():
+            done.set_exception(JournalLost(self._batch_id))
 
     async def _answered(self, write: Write) -> bool:
         delay, most = RETRY_S

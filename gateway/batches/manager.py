@@ -137,9 +137,7 @@ class BatchManager:
         worker or a restart continues them."""
         running = [b for b in self._batches.values() if b.task is not None and not b.done]
         for batch in running:
-            batch.stopping = True
-            assert batch.task is not None
-            batch.task.cancel()
+            batch.stop()
         await asyncio.gather(*(b.task for b in running if b.task), return_exceptions=True)
         await asyncio.gather(*(self.journal.release(b.id) for b in running))
 
@@ -148,8 +146,7 @@ class BatchManager:
         it here without a word more to the journal; readers here read the store."""
         batch = self._batches.pop(batch_id, None)
         if batch is not None and batch.task is not None and not batch.done:
-            batch.stopping = True
-            batch.task.cancel()
+            batch.stop()
 
     def on_control(self, kind: str, batch_id: str) -> None:
         """A control message from another worker: `cancel {batch_id}`."""
@@ -162,25 +159,31 @@ class BatchManager:
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
-        write_round = self.journal.round_writer(batch.id, self._count_round)
-        key, skew_s = batch.id.removeprefix("batch_"), self.options.clock_skew_s
-        rounds_ = Rounds(self.api, len(open_), write_round, rounds, key=key, skew_s=skew_s)
-        rounds_.on_note = functools.partial(_noted, batch)
-        batch.rounds = rounds_
         try:
-            await self.journal.begin(record)
+            await self.journal.begin(record)  # claimed (or taken over): its writes are fenced
+            batch.rounds = self._rounds(batch, len(open_), rounds)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
             async with asyncio.TaskGroup() as group:
                 for question in open_:
                     task = group.create_task(self._run_question(batch, question, configs))
                     question.run.task = task
         except asyncio.CancelledError:  # shutdown: the journal keeps the batch for later
-            await rounds_.close()
+            if batch.rounds is not None:
+                await batch.rounds.close()
             batch.log.close()
             raise
-        await rounds_.close()
+        await batch.rounds.close()
         self._finish(batch)
         await self.journal.end(batch)
+
+    def _rounds(self, batch: Batch, members: int, recorded: list[RoundRecord]) -> Rounds:
+        write = self.journal.round_writer(batch.id, self._count_round)
+        key, skew_s = batch.id.removeprefix("batch_"), self.options.clock_skew_s
+        rounds = Rounds(self.api, members, write, recorded, key=key, skew_s=skew_s)
+        rounds.on_note = functools.partial(_noted, batch)
+        if batch.stopping:
+            rounds.stop()
+        return rounds
 
     async def _run_question(
         self, batch: Batch, question: Question, configs: list[LoopConfig]

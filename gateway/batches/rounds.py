@@ -109,6 +109,7 @@ class Rounds:
         self._settled: dict[int, asyncio.Task[dict[str, Result] | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._cancelled = False
+        self._stopped = False
 
     @property
     def in_flight(self) -> list[RoundRecord]:
@@ -146,6 +147,11 @@ class Rounds:
             if record.api_batch_id is not None:
                 await self._cancel(record)
 
+    def stop(self) -> None:
+        """This worker stops driving the batch: no round is formed here any more (its
+        questions, cancelled one by one, would otherwise leave a barrier that is met)."""
+        self._stopped = True
+
     async def close(self) -> None:
         tasks = [*self._tasks, *self._settled.values()]
         for task in tasks:
@@ -153,7 +159,9 @@ class Rounds:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _check(self) -> None:
-        if not self._pending or len(self._pending) < self._members:
+        if self._stopped or self._cancelled or not self._pending:
+            return
+        if len(self._pending) < self._members:
             return
         entries = dict(self._pending)
         self._pending.clear()
