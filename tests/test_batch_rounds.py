@@ -205,6 +205,9 @@ async def test_an_unanswered_create_is_looked_up_before_any_other(
     assert len(fake.submitted) == 1 and set(fake.received.values()) == {1}
     assert fake.calls["create"] == (1 if created else 2)
     assert fake.calls["list"] >= 1
+    # A create goes out near its journal entry: the second one after a fresh entry.
+    stamps = [r.submitted_at for r in journal.written if r.state == "submitting"]
+    assert len(stamps) == (1 if created else 2) and stamps == sorted(set(stamps))
 
 
 async def test_a_failing_cancel_is_tried_again_then_said(serve: Serve) -> None:

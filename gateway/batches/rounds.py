@@ -199,6 +199,7 @@ class Rounds:
         requests = [{"custom_id": by_stem[name], "params": e[0]} for name, e in entries.items()]
         betas = {beta for e in entries.values() for beta in e[1]}
         for attempt in range(1, CREATE_TRIES + 1):
+            await self._journaled_lately(record)
             try:
                 return await self._api.create(requests, betas)
             except UpstreamFailure as failure:
@@ -212,6 +213,14 @@ class Rounds:
                     raise
                 await asyncio.sleep(failure.retry_after_s or 2.0 * attempt)
         raise AssertionError("unreachable")
+
+    async def _journaled_lately(self, record: RoundRecord) -> None:
+        """A `create` goes out within half the clocks' skew of its journal entry (the
+        window a lookup reads starts there): after a wait, the entry is written again."""
+        journaled_at = datetime.fromisoformat(record.submitted_at)
+        if (datetime.now(UTC) - journaled_at).total_seconds() > self._skew_s / 2:
+            record.submitted_at = datetime.now(UTC).isoformat()
+            await self._journal(record)
 
     def _settle(self, record: RoundRecord) -> asyncio.Task[dict[str, Result] | None]:
         """The round's results (one task per round, however many wait for it); None if a
