@@ -30,7 +30,7 @@ from tests.fakes.batches import BatchRequest, FakeBatches
 
 MODEL = "claude-test-model"
 ALICE, BOB = "a" * 32, "b" * 32
-SKEW_S = 0.2
+SKEW_S = 1.0  # the fake validates a create's body in up to a second the first time
 Serve = Callable[[FakeBatches], Awaitable[BatchesAPI]]
 
 
@@ -198,7 +198,7 @@ async def test_an_unanswered_create_is_looked_up_before_any_other(
 ) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
-    fake.stall("create", 1.0, created=created)  # longer than the client's 0.3 s
+    fake.stall("create", 2.0, created=created)  # longer than the client's 0.3 s
     journal = Journal()
     answer = await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
     assert text(answer) == "Answer to: q"

@@ -30,7 +30,8 @@ BACKOFF_MAX_S = 60.0
 RESULTS_KEPT = timedelta(days=29)
 """How long the API keeps an ended batch's results."""
 CREATE_TIMEOUT_S = 120.0
-"""A `create` unanswered this long is abandoned: the API creates it by then or never."""
+"""A `create` unanswered this long in all is abandoned: the API has created its batch by
+then (give or take the clocks' skew) or never will."""
 LIST_PAGE = 100
 LIST_PAGES = 50
 """Pages of `list` one look reads at most (5,000 batches in its window of time)."""
@@ -66,11 +67,12 @@ class BatchesAPI:
         `upstream_status` in its details was not answered: the batch may exist."""
         headers = {"anthropic-beta": ",".join(sorted(betas))} if betas else None
         async with _answered("creating a Message Batch"):
-            batch = await self._batches.create(
-                requests=requests,  # type: ignore[arg-type]
-                extra_headers=headers,
-                timeout=self.create_timeout_s,
-            )
+            async with asyncio.timeout(self.create_timeout_s):  # in all, not per read
+                batch = await self._batches.create(
+                    requests=requests,  # type: ignore[arg-type]
+                    extra_headers=headers,
+                    timeout=self.create_timeout_s,
+                )
         return batch.id
 
     async def wait(self, batch_id: str) -> datetime:
@@ -164,7 +166,7 @@ class _answered:
             failure = status_failure(exc)
             failure.message = f"Upstream failed {self._doing}: {failure.message}"
             raise failure from exc
-        if isinstance(exc, anthropic.APITimeoutError):
+        if isinstance(exc, (anthropic.APITimeoutError, TimeoutError)):
             message = f"Upstream timed out {self._doing}"
             raise UpstreamFailure("TIMEOUT_ERROR", message, retryable=True) from exc
         if isinstance(exc, anthropic.APIConnectionError):
