@@ -91,6 +91,7 @@ class Batch:
         return {
             "batch_id": self.id,
             "state": self.state,
+            "outcome": self.outcome,
             "created_at": self.created_at,
             **self.totals(),
             "rounds": [round_view(r) for r in records],
