@@ -25,22 +25,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from gateway.store.redis.scripts import CLAIM, takeover
 from gateway.store.redis.wire import OP_TIMEOUT_S
 
 if TYPE_CHECKING:
     from gateway.store.redis.runs import RedisStore
-
-# KEYS[1] the running set, [2] the record, [3] its lease; ARGV: worker, lease ms, batch id,
-# TTL, meta, owning key, head. The token, or 0 if the lease is held.
-CLAIM = """
-if not redis.call('set', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-local token = redis.call('hincrby', KEYS[2], 'token', 1)
-redis.call('hset', KEYS[2], 'worker', ARGV[1], 'status', 'running', 'meta', ARGV[5],
-           'key', ARGV[6], 'head', ARGV[7])
-redis.call('expire', KEYS[2], ARGV[4])
-redis.call('sadd', KEYS[1], ARGV[3])
-return token
-"""
 
 # KEYS[1] the record, [2...] the parts written; ARGV: token, TTL, then per part the number
 # of its fields and their field, value pairs. 1 written, 0 refused (another token holds
@@ -100,35 +89,8 @@ end
 return 1
 """
 
-# As the durable runs' TAKEOVER: a running batch without a lease is marked `orphan` at the
-# first look and claimed (new lease, token + 1) once that is ARGV[5] ms old, never by the
-# worker that drives it. KEYS[1] the running set; ARGV: worker, lease ms, key prefix,
-# limit, grace ms. Returns batch id, token of each batch claimed.
-TAKEOVER = """
-local out, prefix = {}, ARGV[3]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, id in ipairs(redis.call('smembers', KEYS[1])) do
-  local record = prefix .. 'batch:' .. id
-  local info = redis.call('hmget', record, 'status', 'orphan', 'worker')
-  if info[1] ~= 'running' then
-    redis.call('srem', KEYS[1], id)
-  elseif info[3] ~= ARGV[1] and redis.call('exists', record .. ':lease') == 0 then
-    if not info[2] then
-      redis.call('hset', record, 'orphan', now)
-    elseif now - tonumber(info[2]) >= tonumber(ARGV[5]) then
-      redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
-      local token = redis.call('hincrby', record, 'token', 1)
-      redis.call('hset', record, 'worker', ARGV[1])
-      redis.call('hdel', record, 'orphan')
-      out[#out + 1] = id
-      out[#out + 1] = token
-      if #out >= 2 * tonumber(ARGV[4]) then break end
-    end
-  end
-end
-return out
-"""
+# As the durable runs' takeover (`scripts.takeover`); `worker` is the batch's driver.
+TAKEOVER = takeover("batch", "worker")
 
 
 HEAD_FIELDS = ("head", "key", "status", "summary")
@@ -166,8 +128,9 @@ class RedisBatches:
     ) -> int:
         record = self.key(batch_id)
         keys = [self.running_key, record, record + ":lease"]
-        args: list[Any] = [self._store.worker_id, self.lease_ms, batch_id, ttl_s, meta, owner]
-        args.append(head)
+        worker = self._store.worker_id
+        args: list[Any] = [worker, self.lease_ms, batch_id, ttl_s, "worker", worker]
+        args += ("meta", meta, "key", owner, "head", head)
         async with asyncio.timeout(OP_TIMEOUT_S):
             return int(await self._claim(keys=keys, args=args))
 
