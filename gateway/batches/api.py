@@ -12,8 +12,9 @@ for good or its results retention (`RESULTS_KEPT`) is over.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -103,7 +104,7 @@ class BatchesAPI:
                 failed += 1
                 await self.backoff(failure, failed)
 
-    async def stream(self, batch_id: str) -> AsyncIterator[Result]:
+    async def stream(self, batch_id: str) -> AsyncGenerator[Result, None]:
         """The results one by one, as the API sends them (one try)."""
         async with _answered("reading a Message Batch's results"):
             async for item in await self._batches.results(batch_id):
@@ -125,22 +126,27 @@ class BatchesAPI:
         """The batches created from `since` to `until` (newest first, one try, at most
         `LIST_PAGES` pages: more is a failure, the look is not complete)."""
         found: list[Listed] = []
-        pages = 0
         async with _answered("listing Message Batches"):
             page = await self._batches.list(limit=LIST_PAGE)
-            while True:
-                pages += 1
-                for batch in page.data:
-                    if batch.created_at < since:
-                        return found  # newest first: the rest are older
-                    if batch.created_at <= until:
-                        found.append(Listed(batch.id, batch.created_at, _total(batch)))
-                if not page.has_next_page():
-                    return found
+            for pages in itertools.count(1):
+                if _window(page.data, since, until, found) or not page.has_next_page():
+                    break
                 if pages >= LIST_PAGES:
                     message = f"more than {LIST_PAGES} pages of Message Batches in one window"
                     raise UpstreamFailure("UNKNOWN_ERROR", message, retryable=True)
                 page = await page.get_next_page()
+        return found
+
+
+def _window(batches: list[Any], since: datetime, until: datetime, found: list[Listed]) -> bool:
+    """Add a page's batches created from `since` to `until`: whether it reached older ones
+    (newest first: the rest are older still)."""
+    for batch in batches:
+        if batch.created_at < since:
+            return True
+        if batch.created_at <= until:
+            found.append(Listed(batch.id, batch.created_at, _total(batch)))
+    return False
 
 
 def _total(batch: Any) -> int:

@@ -21,6 +21,7 @@ from gateway.batches.journal import JournalLost, SharedJournal, record_of
 from gateway.batches.rounds import RoundRecord
 from gateway.http import keys
 from gateway.runs import durable
+from gateway.store.redis.batches import RedisBatches
 from gateway.store.redis.runs import RedisStore
 from tests.conftest import read_events
 from tests.demo.test_batch_http import ALICE, BOB, KEYS, QUESTIONS, Client, make_client, start
@@ -233,6 +234,7 @@ async def test_progress_and_events_read_the_summary_never_the_event_logs(
     summary = await journal.store.summary(batch_id)
     assert summary is not None and set(summary) == {"batch", "p", "r"}
     assert set(summary["batch"]) == {"head", "key", "status", "summary"}  # not the requests
+    assert isinstance(journal.store, RedisBatches)
     record = journal.store.key(batch_id)
     client = Redis.from_url(redis_url)
     try:  # without the questions' requests, checkpoints and events, progress reads the same

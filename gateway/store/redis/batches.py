@@ -138,7 +138,8 @@ class RedisBatches:
         self, batch_id: str, token: int, parts: dict[str, dict[str, bytes]], ttl_s: int
     ) -> bool:
         record = self.key(batch_id)
-        keys, args = [record], [token, ttl_s]
+        keys: list[str] = [record]
+        args: list[Any] = [token, ttl_s]
         for part, fields in parts.items():
             keys.append(f"{record}:{part}")
             args.append(len(fields))
