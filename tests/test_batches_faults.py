@@ -156,6 +156,30 @@ async def test_a_cancel_mid_round_cancels_the_api_batch(start: Start) -> None:
     ] * 4
 
 
+async def test_a_request_the_api_canceled_ends_its_question_cancelled(start: Start) -> None:
+    client, fake = await start(processing_s=30)
+    batch_id = await submit(client, 2)
+    await fake.created.wait()
+    [api_batch] = fake.submitted
+    batch = fake.batch(api_batch)
+    assert batch is not None
+    fake.store.cancel(batch)  # cancelled on the API's side (its console), not the gateway's
+    body = await ended(client, batch_id)
+    assert [q["outcome"] for q in body["questions"]] == ["cancelled", "cancelled"]  # one word
+    assert [q["batch_result"] for q in body["questions"]] == ["canceled", "canceled"]  # the API's
+    assert body["counts"] == {"cancelled": 2} and body["outcome"] == "completed"
+
+
+async def test_a_cancelled_batchs_progress_says_so(start: Start) -> None:
+    client, fake = await start(processing_s=30)
+    batch_id = await submit(client, 2)
+    await fake.created.wait()
+    assert (await progress(client, batch_id))["outcome"] is None  # running
+    assert (await client.post(f"/api/batches/{batch_id}/cancel")).status == 200
+    body = await ended(client, batch_id)
+    assert body["outcome"] == "cancelled" and body["counts"] == {"cancelled": 2}
+
+
 async def test_an_overloaded_create_is_tried_again_once_not_twice(start: Start) -> None:
     client, fake = await start()
     fake.fail("create", 529)

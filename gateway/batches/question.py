@@ -27,7 +27,8 @@ async def drive(question: Question, config: LoopConfig, deps: LoopDeps, on_turn:
         run, request, state, loop(config, deps, state, _relay(question, on_turn))
     )
     if outcome.error is not None and "batch_result" in outcome.error.details:
-        question.outcome = outcome.error.details["batch_result"]
+        result = outcome.error.details["batch_result"]  # the API's word in `batch_result`
+        question.outcome = "cancelled" if result == "canceled" else result
     question.outcome = question.outcome or outcome.name
     question.phase = "done"
     question.saved_usd = saved_usd(
