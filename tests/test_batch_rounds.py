@@ -9,15 +9,17 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anthropic
 import pytest
 from pytest_aiohttp import AiohttpServer
 
-from gateway.batches.api import BatchesAPI
+from gateway.batches.api import BACKOFF_MAX_S, RESULTS_KEPT, BatchesAPI
 from gateway.batches.rounds import (
     CANCEL_TRIES,
+    CREATE_TRIES,
     RoundRecord,
     Rounds,
     custom_ids,
@@ -63,6 +65,14 @@ class Journal:
     @property
     def states(self) -> list[str]:
         return [r.state for r in self.written]
+
+
+class Waits(list[float]):
+    """The waits `BatchesAPI` and the rounds ask for, recorded (and kept short)."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+        await asyncio.sleep(min(seconds, 0.01))
 
 
 @pytest.fixture
@@ -161,13 +171,17 @@ async def test_a_lookup_does_not_wait_for_a_stranger_in_progress(serve: Serve) -
     api = await serve(fake)
     stranger = await api.create([{"custom_id": "other-0", "params": params("x")}], ())
     fake.processing_s = 0
+    two = [{"custom_id": f"two-{i}", "params": params("x")} for i in range(2)]
+    other_size = await api.create(two, ())
+    await api.wait(other_size)
     record = journaled(ALICE, "q")
     made = await api.create([{"custom_id": record.custom_ids[0], "params": params("q")}], ())
     answer = await rounds_of(api, Journal(), ALICE, [record]).call(stem(0, 1), params("q"), ())
     assert text(answer) == "Answer to: q"
     batch = fake.batch(stranger)
     assert batch is not None and batch.ended_at is None  # still in progress: not waited on
-    assert list(fake.submitted) == [stranger, made]
+    assert list(fake.submitted) == [stranger, other_size, made]
+    assert fake.calls["results"] == 2  # ours, looked up then read: not the other size's
 
 
 async def test_a_refused_create_is_not_tried_again(serve: Serve) -> None:
@@ -185,11 +199,102 @@ async def test_a_refused_create_is_not_tried_again(serve: Serve) -> None:
 async def test_an_overloaded_create_is_tried_again(serve: Serve) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
+    api.sleep = waits = Waits()
     fake.fail("create", 529)
     answer = await rounds_of(api, Journal(), ALICE).call(stem(0, 1), params("q"), ())
     assert text(answer) == "Answer to: q"
     assert fake.calls["create"] == 2 and len(fake.submitted) == 1
     assert fake.calls["list"] == 0  # an answered 529 created nothing: no lookup
+    assert waits[0] == 2.0
+
+
+async def test_a_create_overloaded_three_times_fails_its_round(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    api.sleep = waits = Waits()
+    fake.fail("create", 529, times=3)
+    journal = Journal()
+    with pytest.raises(UpstreamFailure) as caught:
+        await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
+    assert caught.value.code == "OVERLOADED_ERROR" and fake.calls["create"] == CREATE_TRIES
+    assert waits == [2.0, 4.0] and journal.states == ["submitting", "failed"]
+
+
+async def test_reads_back_off_doubling_up_to_a_minute(serve: Serve) -> None:
+    api = await serve(FakeBatches(script))
+    api.sleep = waits = Waits()
+    busy = UpstreamFailure("OVERLOADED_ERROR", "busy", retryable=True)
+    for failed in (1, 2, 3, 13, 14):
+        await api.backoff(busy, failed)
+    await api.backoff(
+        UpstreamFailure("RATE_LIMIT_ERROR", "later", retryable=True, retry_after_s=7.0), 1
+    )
+    assert waits == [0.01, 0.02, 0.04, 40.96, BACKOFF_MAX_S, 7.0]
+    refused = UpstreamFailure("VALIDATION_ERROR", "no")
+    with pytest.raises(UpstreamFailure):
+        await api.backoff(refused, 1)
+    assert len(waits) == 6
+
+
+async def test_results_are_given_up_only_past_the_apis_retention(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    api.sleep = Waits()
+    made = await api.create([{"custom_id": "a-0", "params": params("q")}], ())
+    ended_at = await api.wait(made)
+    fake.fail("results", 529, times=2)
+    assert list(await api.results(made, ended_at)) == ["a-0"]
+    fake.fail("results", 529)
+    with pytest.raises(UpstreamFailure):
+        await api.results(made, ended_at - RESULTS_KEPT - timedelta(seconds=1))
+    assert fake.calls["results"] == 4
+
+
+async def test_a_round_waits_for_every_question_that_has_not_left(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE, members=4)
+    calls = [asyncio.create_task(rounds.call(stem(i, 1), params(f"q{i}"), ())) for i in (0, 1)]
+    rounds.leave()  # question 3 finished: questions 0 and 1 still wait for question 2
+    await asyncio.sleep(0.05)
+    assert rounds.rounds == [] and not fake.submitted
+    rounds.leave()  # question 2 finished too
+    answers = await asyncio.gather(*calls)
+    assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1"]
+    assert len(rounds.rounds) == 1 and len(rounds.rounds[0].custom_ids) == 2
+
+
+async def test_a_cancelled_batch_forms_no_round(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE, members=2)
+    first = asyncio.create_task(rounds.call(stem(0, 1), params("q0"), ()))
+    await asyncio.sleep(0.01)
+    await rounds.cancel()
+    second = asyncio.create_task(rounds.call(stem(1, 1), params("q1"), ()))
+    await asyncio.sleep(0.05)
+    assert rounds.rounds == [] and not fake.submitted
+    for task in (first, second):
+        task.cancel()
+    await asyncio.gather(first, second, return_exceptions=True)
+    await rounds.close()
+
+
+async def test_a_closed_rounds_stops_reading(serve: Serve) -> None:
+    fake = FakeBatches(script, processing_s=30)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE)
+    call = asyncio.create_task(rounds.call(stem(0, 1), params("q"), ()))
+    async with asyncio.timeout(10):
+        while fake.calls["retrieve"] < 2:  # polling the round
+            await asyncio.sleep(0.01)
+    await rounds.close()
+    polled = fake.calls["retrieve"]
+    await asyncio.sleep(0.1)
+    assert fake.calls["retrieve"] == polled  # no poll after close
+    assert not call.done()
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
 
 
 @pytest.mark.parametrize("created", [True, False], ids=["created", "never-created"])
@@ -210,9 +315,12 @@ async def test_an_unanswered_create_is_looked_up_before_any_other(
     assert len(stamps) == (1 if created else 2) and stamps == sorted(set(stamps))
 
 
-async def test_a_failing_cancel_is_tried_again_then_said(serve: Serve) -> None:
+async def test_a_failing_cancel_is_tried_again_then_said(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
     fake = FakeBatches(script, processing_s=30)
     api = await serve(fake)
+    api.sleep = waits = Waits()
     journal = Journal()
     rounds = rounds_of(api, journal, ALICE)
     call = asyncio.create_task(rounds.call(stem(0, 1), params("q"), ()))
@@ -220,11 +328,16 @@ async def test_a_failing_cancel_is_tried_again_then_said(serve: Serve) -> None:
         while not rounds.in_flight or rounds.in_flight[0].api_batch_id is None:
             await asyncio.sleep(0.01)
     fake.fail("cancel", 500, times=CANCEL_TRIES)
+    waits.clear()
     await rounds.cancel()
     assert fake.calls["cancel"] == CANCEL_TRIES and not fake.cancels
     assert "cancelling it failed" in str(journal.notes[-1])
-    assert "cancelling it failed" in str(journal.written[-1].note)
+    assert "Upstream failed cancelling a Message Batch" in str(journal.written[-1].note)
+    made = rounds.rounds[0].api_batch_id
+    assert f"batches: cannot cancel {made} (" in caplog.text
+    assert 0.02 in waits  # the second wait between the three tries (the round polls too)
     fake.fail("cancel", 529)
+    waits.clear()
     await rounds.cancel()
     assert fake.cancels == [rounds.rounds[0].api_batch_id]
     assert (await call)["result"]["type"] == "canceled"  # the API's side of the cancel
@@ -251,9 +364,13 @@ async def test_a_result_the_batch_lacks_is_an_errored_one(serve: Serve) -> None:
     record = journaled(ALICE, "q")
     record.api_batch_id, record.state = other, "submitted"
     answer = await rounds_of(api, Journal(), ALICE, [record]).call(stem(0, 1), params("q"), ())
-    assert answer == missing(record.custom_ids[0])
-    assert answer["result"]["type"] == "errored"
-    assert f"no result for {record.custom_ids[0]}" in answer["result"]["error"]["error"]["message"]
+    cid = record.custom_ids[0]
+    error = {"type": "api_error", "message": f"The Message Batch has no result for {cid}"}
+    expected = {
+        "custom_id": cid,
+        "result": {"type": "errored", "error": {"type": "error", "error": error}},
+    }
+    assert answer == expected == missing(cid)
 
 
 @pytest.mark.parametrize("stopped", [True, False])
@@ -276,3 +393,24 @@ async def test_a_stopped_batch_forms_no_round_as_its_questions_leave(
     await rounds.close()
     assert len(rounds.rounds) == (0 if stopped else 1)  # unstopped, the barrier was met
     assert fake.calls["create"] == 0 or not stopped
+
+
+async def test_a_look_lists_the_window_only_and_a_bounded_number_of_pages(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    before = datetime.now(UTC)
+    made = [
+        await api.create([{"custom_id": f"b-{i}", "params": params("x")}], ()) for i in range(5)
+    ]
+    after = datetime.now(UTC)
+    api.page_size, api.pages = 2, 3
+    assert [b.id for b in await api.listed(before, after)] == made[::-1]  # newest first
+    assert {b.requests for b in await api.listed(before, after)} == {1}
+    assert await api.listed(after, after + timedelta(seconds=1)) == []  # created before
+    assert await api.listed(before - timedelta(seconds=1), before) == []  # created after
+    api.pages = 2  # five batches in the window: a third page is needed
+    with pytest.raises(UpstreamFailure) as caught:
+        await api.listed(before, after)
+    assert caught.value.retryable and "more than 2 pages" in caught.value.message
+    api.page_size = 5
+    assert len(await api.listed(before, after)) == 5

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -62,6 +62,9 @@ class BatchesAPI:
         self._batches = client.messages.batches
         self.poll_s = poll_s
         self.create_timeout_s = create_timeout_s
+        self.page_size, self.pages = LIST_PAGE, LIST_PAGES
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How every wait between two calls is waited (a test records them)."""
 
     async def create(self, requests: list[dict[str, Any]], betas: Collection[str]) -> str:
         """Submit one batch of {custom_id, params}: its id. A failure without
@@ -90,7 +93,7 @@ class BatchesAPI:
             failed = 0
             if batch.processing_status == "ended":
                 return batch.ended_at or datetime.now(UTC)
-            await asyncio.sleep(self.poll_s)
+            await self.sleep(self.poll_s)
 
     async def results(self, batch_id: str, ended_at: datetime) -> dict[str, Result]:
         """An ended batch's results, by custom_id, read until read (or no longer kept)."""
@@ -116,7 +119,7 @@ class BatchesAPI:
             raise failure
         delay = failure.retry_after_s or min(BACKOFF_MAX_S, self.poll_s * 2 ** (failed - 1))
         log.warning("batches: %s; trying again in %.1f s", failure.message, delay)
-        await asyncio.sleep(delay)
+        await self.sleep(delay)
 
     async def cancel(self, batch_id: str) -> None:
         async with _answered("cancelling a Message Batch"):
@@ -127,12 +130,12 @@ class BatchesAPI:
         `LIST_PAGES` pages: more is a failure, the look is not complete)."""
         found: list[Listed] = []
         async with _answered("listing Message Batches"):
-            page = await self._batches.list(limit=LIST_PAGE)
+            page = await self._batches.list(limit=self.page_size)
             for pages in itertools.count(1):
                 if _window(page.data, since, until, found) or not page.has_next_page():
                     break
-                if pages >= LIST_PAGES:
-                    message = f"more than {LIST_PAGES} pages of Message Batches in one window"
+                if pages >= self.pages:
+                    message = f"more than {self.pages} pages of Message Batches in one window"
                     raise UpstreamFailure("UNKNOWN_ERROR", message, retryable=True)
                 page = await page.get_next_page()
         return found

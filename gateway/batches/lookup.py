@@ -49,7 +49,7 @@ async def find(
         if found is not None or complete:
             return found
         wait_s = (until - datetime.now(UTC)).total_seconds()
-        await asyncio.sleep(max(api.poll_s, min(wait_s, 60.0)))
+        await api.sleep(max(api.poll_s, min(wait_s, 60.0)))
 
 
 def _may_be(batch: Listed, size: int, skip: Collection[str]) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -198,7 +199,7 @@ class Rounds:
         by_stem = {stem_of(cid): cid for cid in record.custom_ids}
         requests = [{"custom_id": by_stem[name], "params": e[0]} for name, e in entries.items()]
         betas = {beta for e in entries.values() for beta in e[1]}
-        for attempt in range(1, CREATE_TRIES + 1):
+        for attempt in itertools.count(1):
             await self._journaled_lately(record)
             try:
                 return await self._api.create(requests, betas)
@@ -211,7 +212,7 @@ class Rounds:
                     raise  # refused (400, 401...): nothing was created
                 if attempt == CREATE_TRIES:
                     raise
-                await asyncio.sleep(failure.retry_after_s or 2.0 * attempt)
+                await self._api.sleep(failure.retry_after_s or 2.0 * attempt)
         raise AssertionError("unreachable")
 
     async def _journaled_lately(self, record: RoundRecord) -> None:
@@ -271,7 +272,7 @@ class Rounds:
 
     async def _cancel(self, record: RoundRecord) -> None:
         assert record.api_batch_id is not None
-        for attempt in range(1, CANCEL_TRIES + 1):
+        for attempt in itertools.count(1):
             try:
                 await self._api.cancel(record.api_batch_id)
                 return
@@ -280,7 +281,7 @@ class Rounds:
                     log.error("batches: cannot cancel %s (%s)", record.api_batch_id, failure)
                     await self._noted(record, f"cancelling it failed ({failure.message})")
                     return
-                await asyncio.sleep(failure.retry_after_s or self._api.poll_s * attempt)
+                await self._api.sleep(failure.retry_after_s or self._api.poll_s * attempt)
 
     async def _noted(self, record: RoundRecord, note: str | None) -> None:
         record.note = note
