@@ -17,15 +17,8 @@ import pytest
 from pytest_aiohttp import AiohttpServer
 
 from gateway.batches.api import BACKOFF_MAX_S, RESULTS_KEPT, BatchesAPI
-from gateway.batches.rounds import (
-    CANCEL_TRIES,
-    CREATE_TRIES,
-    RoundRecord,
-    Rounds,
-    custom_ids,
-    missing,
-    stem,
-)
+from gateway.batches.calls import RoundRecord, custom_ids, missing, stem
+from gateway.batches.rounds import CANCEL_TRIES, CREATE_TRIES, Rounds
 from gateway.errors import UpstreamFailure
 from tests.fakes.anthropic import Reply, Text
 from tests.fakes.batches import BatchRequest, FakeBatches
@@ -83,7 +76,7 @@ async def serve(aiohttp_server: AiohttpServer) -> AsyncIterator[Serve]:
         server = await aiohttp_server(fake.app())
         url = str(server.make_url("")).rstrip("/")
         clients.append(anthropic.AsyncAnthropic(api_key="test", base_url=url, max_retries=0))
-        return BatchesAPI(clients[-1], poll_s=0.01, create_timeout_s=0.3)
+        return BatchesAPI(clients[-1], poll_s=0.01, create_timeout_s=1.0)
 
     yield start
     for client in clients:
@@ -303,7 +296,7 @@ async def test_an_unanswered_create_is_looked_up_before_any_other(
 ) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
-    fake.stall("create", 2.0, created=created)  # longer than the client's 0.3 s
+    fake.stall("create", 3.0, created=created)  # longer than the client's 1 s
     journal = Journal()
     answer = await rounds_of(api, journal, ALICE).call(stem(0, 1), params("q"), ())
     assert text(answer) == "Answer to: q"
@@ -398,6 +391,7 @@ async def test_a_stopped_batch_forms_no_round_as_its_questions_leave(
 async def test_a_look_lists_the_window_only_and_a_bounded_number_of_pages(serve: Serve) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
+    api.create_timeout_s = 10.0  # five creates in a row on a loaded machine
     before = datetime.now(UTC)
     made = [
         await api.create([{"custom_id": f"b-{i}", "params": params("x")}], ()) for i in range(5)

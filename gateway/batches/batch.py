@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from gateway import events
+from gateway.batches.calls import RoundRecord
 from gateway.batches.provider import BatchProvider
-from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.batches.rounds import Rounds
 from gateway.events import Event
 from gateway.runs.loop import RunState
 from gateway.runs.run import Run, RunRequest

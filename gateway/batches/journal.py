@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from gateway import sse
+from gateway.batches.calls import RoundRecord
 from gateway.batches.record import Record, Stored, record_of, round_from_json, round_json
-from gateway.batches.rounds import RoundRecord
 from gateway.batches.writer import JournalLost, Write, Writer
 from gateway.runs import durable
 from gateway.store.base import SharedBatches

@@ -16,10 +16,11 @@ from typing import Any, cast
 from gateway.batches import lookup
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch, Question
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
-from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.batches.rounds import Rounds
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.batches.calls import stem
 from gateway.batches.messages import message_payloads
-from gateway.batches.rounds import Rounds, stem
+from gateway.batches.rounds import Rounds
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.anthropic.provider import messages_body

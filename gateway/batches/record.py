@@ -11,7 +11,7 @@ import orjson
 
 from gateway import events, sse
 from gateway.batches.batch import round_view, totals_of
-from gateway.batches.rounds import RoundRecord
+from gateway.batches.calls import RoundRecord
 from gateway.runs import durable
 from gateway.runs.loop import LoopConfig, RunState
 from gateway.runs.run import RunRequest

@@ -21,18 +21,15 @@ Nothing is paid twice, no paid result is dropped, no question gets another's ans
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
-
-import orjson
+from typing import Any
 
 from gateway.batches import lookup
 from gateway.batches.api import BatchesAPI, Result
+from gateway.batches.calls import RoundRecord, custom_ids, missing, stem_of
 from gateway.errors import UpstreamFailure
 
 log = logging.getLogger(__name__)
@@ -42,46 +39,9 @@ CREATE_TRIES = 3
 an unanswered one is looked up first."""
 CANCEL_TRIES = 3
 
-RoundState = Literal["submitting", "submitted", "ended", "failed", "not_created"]
-
-
-@dataclass
-class RoundRecord:
-    """One round as the journal keeps it."""
-
-    number: int
-    custom_ids: list[str]
-    api_batch_id: str | None = None
-    state: RoundState = "submitting"
-    submitted_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
-    results: dict[str, int] = field(default_factory=dict)
-    """Result types (succeeded, errored, expired, canceled) counted, once ended."""
-    note: str | None = None
-    """Why the round waits (its lookup or its cancel failing), while it does."""
-
-
 Journal = Callable[[RoundRecord], Awaitable[None]]
 OnNote = Callable[[RoundRecord], None]
 Entry = tuple[dict[str, Any], tuple[str, ...], "asyncio.Future[Result]"]
-
-
-def stem(index: int, turn: int) -> str:
-    """What names question `index`'s model call `turn` within its batch."""
-    return f"q{index}-t{turn}"
-
-
-def stem_of(cid: str) -> str:
-    return cid.rsplit("-", 1)[0]
-
-
-def custom_ids(key: str, entries: dict[str, tuple[dict[str, Any], tuple[str, ...]]]) -> list[str]:
-    """The API request ids of a round (^[a-zA-Z0-9_-]{1,64}$): each call's stem, the batch's
-    key and the digest of every request of the round."""
-    body = orjson.dumps(
-        [[s, params, sorted(betas)] for s, (params, betas) in sorted(entries.items())]
-    )
-    digest = hashlib.sha256(body).hexdigest()[:12]
-    return [f"{s}-{key}{digest}" for s in entries]
 
 
 class Rounds:
@@ -293,12 +253,3 @@ def _own(results: dict[str, Result], record: RoundRecord, name: str) -> Result:
     """Call `name`'s own result in its round's results (as errored if it has none)."""
     cid = f"{name}-{record.custom_ids[0].rsplit('-', 1)[1]}"  # one suffix for the round
     return results.get(cid) or missing(cid)
-
-
-def missing(cid: str) -> Result:
-    """A request the ended batch has no result for: as an errored one."""
-    error = {"type": "api_error", "message": f"The Message Batch has no result for {cid}"}
-    return {
-        "custom_id": cid,
-        "result": {"type": "errored", "error": {"type": "error", "error": error}},
-    }

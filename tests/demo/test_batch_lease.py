@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import JournalLost, SharedJournal, record_of
-from gateway.batches.rounds import RoundRecord
 from gateway.http import keys
 from gateway.store.redis.runs import RedisStore
 from tests.demo.test_batch_http import QUESTIONS, start

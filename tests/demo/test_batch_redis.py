@@ -17,8 +17,8 @@ from pytest_aiohttp import AiohttpServer
 from redis.asyncio import Redis
 
 from demo_model import create_demo_app
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import JournalLost, SharedJournal, record_of
-from gateway.batches.rounds import RoundRecord
 from gateway.http import keys
 from gateway.runs import durable
 from gateway.store.redis.batches import RedisBatches
