@@ -18,6 +18,7 @@ from pytest_aiohttp import AiohttpServer
 
 from gateway.batches.api import BACKOFF_MAX_S, RESULTS_KEPT, BatchesAPI
 from gateway.batches.calls import RoundRecord, custom_ids, missing, stem
+from gateway.batches.lookup import find
 from gateway.batches.rounds import CANCEL_TRIES, CREATE_TRIES, Rounds
 from gateway.errors import UpstreamFailure
 from tests.fakes.anthropic import Reply, Text
@@ -121,13 +122,17 @@ async def test_a_taken_over_round_never_takes_another_keys_answer(serve: Serve) 
     assert text(await bob.call(stem(0, 1), params("bob's private question"), ())) == (
         "Answer to: bob's private question"
     )
+    two = [{"custom_id": f"two-{i}", "params": params("x")} for i in range(2)]
+    other_size = await api.create(two, ())
     journal = Journal()
     taken = rounds_of(api, journal, ALICE, [alices])
     answer = await taken.call(stem(0, 1), params("alice's question"), ())
     assert text(answer) == "Answer to: alice's question"
     assert fake.received[alices.custom_ids[0]] == 1  # her call, sent once it was not found
     assert journal.states == ["not_created", "submitting", "submitted", "ended"]
-    assert len(fake.submitted) == 2
+    assert len(fake.submitted) == 3
+    bobs = next(iter(fake.submitted))
+    assert fake.reads[bobs] >= 2 and fake.reads[other_size] == 0  # bob's: his, then a look
 
 
 async def test_a_failing_lookup_waits_and_says_so_never_paying_twice(serve: Serve) -> None:
@@ -137,7 +142,9 @@ async def test_a_failing_lookup_waits_and_says_so_never_paying_twice(serve: Serv
     made = await api.create([{"custom_id": record.custom_ids[0], "params": params("q")}], ())
     fake.fail("list", 529, times=3)
     journal = Journal()
+    api.sleep = waits = Waits()
     answer = await rounds_of(api, journal, ALICE, [record]).call(stem(0, 1), params("q"), ())
+    assert waits[:3] == [0.01, 0.02, 0.04]  # backing off, never a second create
     assert text(answer) == "Answer to: q"
     assert list(fake.submitted) == [made] and fake.calls["create"] == 1
     assert fake.calls["list"] == 4
@@ -213,7 +220,9 @@ async def test_a_create_overloaded_three_times_fails_its_round(serve: Serve) -> 
     assert waits == [2.0, 4.0] and journal.states == ["submitting", "failed"]
 
 
-async def test_reads_back_off_doubling_up_to_a_minute(serve: Serve) -> None:
+async def test_reads_back_off_doubling_up_to_a_minute(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
     api = await serve(FakeBatches(script))
     api.sleep = waits = Waits()
     busy = UpstreamFailure("OVERLOADED_ERROR", "busy", retryable=True)
@@ -223,6 +232,7 @@ async def test_reads_back_off_doubling_up_to_a_minute(serve: Serve) -> None:
         UpstreamFailure("RATE_LIMIT_ERROR", "later", retryable=True, retry_after_s=7.0), 1
     )
     assert waits == [0.01, 0.02, 0.04, 40.96, BACKOFF_MAX_S, 7.0]
+    assert "batches: busy; trying again in 41.0 s" in caplog.text
     refused = UpstreamFailure("VALIDATION_ERROR", "no")
     with pytest.raises(UpstreamFailure):
         await api.backoff(refused, 1)
@@ -327,7 +337,7 @@ async def test_a_failing_cancel_is_tried_again_then_said(
     assert "cancelling it failed" in str(journal.notes[-1])
     assert "Upstream failed cancelling a Message Batch" in str(journal.written[-1].note)
     made = rounds.rounds[0].api_batch_id
-    assert f"batches: cannot cancel {made} (" in caplog.text
+    assert f"batches: cannot cancel {made} (Upstream failed cancelling" in caplog.text
     assert 0.02 in waits  # the second wait between the three tries (the round polls too)
     fake.fail("cancel", 529)
     waits.clear()
@@ -408,3 +418,49 @@ async def test_a_look_lists_the_window_only_and_a_bounded_number_of_pages(serve:
     assert caught.value.retryable and "more than 2 pages" in caught.value.message
     api.page_size = 5
     assert len(await api.listed(before, after)) == 5
+
+
+async def test_a_look_reads_no_batch_of_the_batchs_other_rounds(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    first = journaled(ALICE, "q")
+    first.api_batch_id = await api.create(
+        [{"custom_id": first.custom_ids[0], "params": params("q")}], ()
+    )
+    first.state = "ended"
+    second = RoundRecord(2, custom_ids(ALICE, {stem(0, 2): (params("again"), ())}))
+    rounds = rounds_of(api, Journal(), ALICE, [first, second])
+    answer = await rounds.call(stem(0, 2), params("again"), ())
+    assert text(answer) == "Answer to: again"  # sent once a look found it never was
+    assert fake.reads[first.api_batch_id] == 0  # round 1's batch: not looked into
+
+
+async def test_a_look_waits_for_its_window_at_most_a_minute_at_a_time(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    api.sleep = waits = Waits()
+    look = asyncio.create_task(find(api, ["x-1"], datetime.now(UTC), skew_s=300))
+    async with asyncio.timeout(10):
+        while not waits:
+            await asyncio.sleep(0.01)
+    look.cancel()
+    await asyncio.gather(look, return_exceptions=True)
+    assert waits[0] == 60.0 and fake.calls["list"] >= 1
+
+
+async def test_a_listed_batch_counts_every_request_whatever_its_result(serve: Serve) -> None:
+    fake = FakeBatches(script, expire={"m-1"}, error={"m-2"})
+    api = await serve(fake)
+    api.create_timeout_s = 10.0
+    before = datetime.now(UTC)
+    mixed = [{"custom_id": f"m-{i}", "params": params("x")} for i in range(4)]
+    made = await api.create(mixed, ())
+    await api.wait(made)
+    fake.processing_s = 30
+    cancelled = await api.create(mixed[:3], ())
+    batch = fake.batch(cancelled)
+    assert batch is not None and batch.task is not None
+    fake.store.cancel(batch)
+    await batch.task
+    listed = await api.listed(before, datetime.now(UTC))
+    assert {b.id: b.requests for b in listed} == {made: 4, cancelled: 3}

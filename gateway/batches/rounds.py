@@ -238,7 +238,9 @@ class Rounds:
                 return
             except UpstreamFailure as failure:
                 if not failure.retryable or attempt == CANCEL_TRIES:
-                    log.error("batches: cannot cancel %s (%s)", record.api_batch_id, failure)
+                    log.error(
+                        "batches: cannot cancel %s (%s)", record.api_batch_id, failure.message
+                    )
                     await self._noted(record, f"cancelling it failed ({failure.message})")
                     return
                 await self._api.sleep(failure.retry_after_s or self._api.poll_s * attempt)

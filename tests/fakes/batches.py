@@ -78,6 +78,8 @@ class FakeBatches:
         self.stalls: dict[str, list[tuple[float, bool]]] = {}
         self.calls: Counter[str] = Counter()
         """Calls of each endpoint (create, list, retrieve, results, cancel, delete)."""
+        self.reads: Counter[str] = Counter()
+        """Reads of each batch's results, by batch id."""
         self.store = _RecordingStore(self, self._process, processing_s=processing_s)
 
     @property
@@ -131,6 +133,8 @@ class FakeBatches:
     async def _failing(self, request: web.Request, handler: Any) -> web.StreamResponse:
         op = _op(request)
         self.calls[op or ""] += 1
+        if op == "results":
+            self.reads[request.match_info.get("batch_id", "")] += 1
         stalls = self.stalls.get(op or "")
         if stalls:
             seconds, created = stalls.pop(0)
