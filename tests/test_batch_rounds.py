@@ -232,7 +232,7 @@ async def test_reads_back_off_doubling_up_to_a_minute(
         UpstreamFailure("RATE_LIMIT_ERROR", "later", retryable=True, retry_after_s=7.0), 1
     )
     assert waits == [0.01, 0.02, 0.04, 40.96, BACKOFF_MAX_S, 7.0]
-    assert "batches: busy; trying again in 41.0 s" in caplog.text
+    assert "batches: busy; trying again in 41.0 s" in [r.getMessage() for r in caplog.records]
     refused = UpstreamFailure("VALIDATION_ERROR", "no")
     with pytest.raises(UpstreamFailure):
         await api.backoff(refused, 1)
@@ -337,7 +337,10 @@ async def test_a_failing_cancel_is_tried_again_then_said(
     assert "cancelling it failed" in str(journal.notes[-1])
     assert "Upstream failed cancelling a Message Batch" in str(journal.written[-1].note)
     made = rounds.rounds[0].api_batch_id
-    assert f"batches: cannot cancel {made} (Upstream failed cancelling" in caplog.text
+    said = f"batches: cannot cancel {made} (Upstream failed cancelling a Message Batch: "
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        said + "fake: cancel failed)"
+    ]
     assert 0.02 in waits  # the second wait between the three tries (the round polls too)
     fake.fail("cancel", 529)
     waits.clear()
