@@ -421,6 +421,13 @@ async def test_a_look_lists_the_window_only_and_a_bounded_number_of_pages(serve:
     assert caught.value.retryable and "more than 2 pages" in caught.value.message
     api.page_size = 5
     assert len(await api.listed(before, after)) == 5
+    assert all(before <= b.created_at <= after for b in await api.listed(before, after))
+    api.page_size, api.pages = 1, 2  # a page of an older batch ends the look at once
+    assert await api.listed(after, after + timedelta(seconds=1)) == []
+    fake.fail("list", 500)
+    with pytest.raises(UpstreamFailure) as failed:
+        await api.listed(before, after)
+    assert failed.value.message.startswith("Upstream failed listing Message Batches: ")
 
 
 async def test_a_look_reads_no_batch_of_the_batchs_other_rounds(serve: Serve) -> None:
