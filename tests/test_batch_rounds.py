@@ -242,15 +242,17 @@ async def test_reads_back_off_doubling_up_to_a_minute(
 async def test_results_are_given_up_only_past_the_apis_retention(serve: Serve) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
-    api.sleep = Waits()
     made = await api.create([{"custom_id": "a-0", "params": params("q")}], ())
     ended_at = await api.wait(made)
-    fake.fail("results", 529, times=2)
+    api.sleep = waits = Waits()
+    fake.fail("results", 529, times=3)
     assert list(await api.results(made, ended_at)) == ["a-0"]
+    assert waits == [0.01, 0.02, 0.04]  # backing off, doubling
     fake.fail("results", 529)
-    with pytest.raises(UpstreamFailure):
+    with pytest.raises(UpstreamFailure) as failed:
         await api.results(made, ended_at - RESULTS_KEPT - timedelta(seconds=1))
-    assert fake.calls["results"] == 4
+    assert failed.value.message.startswith("Upstream failed reading a Message Batch's results")
+    assert fake.calls["results"] == 5
 
 
 async def test_a_round_waits_for_every_question_that_has_not_left(serve: Serve) -> None:
