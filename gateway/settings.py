@@ -229,6 +229,10 @@ class Settings(BaseSettings):
     """Questions one `POST /api/batches` may ask (a round is one Message Batch of them)."""
     gateway_batch_ttl_s: float = Field(86_400.0, gt=0)
     """How long a finished batch's progress and results stay readable."""
+    gateway_batch_create_timeout_s: float = Field(120.0, gt=0)
+    """A Message Batch `create` unanswered this long is given up and looked up instead."""
+    gateway_batch_clock_skew_s: float = Field(60.0, ge=0)
+    """How far the API's clock may be from the gateway's (the window a lookup reads)."""
 
     gateway_mcp_servers: str | None = None
     """JSON, or `@path` to a JSON file: a list of {`name`, `command` + `args` + `env` |

@@ -9,8 +9,9 @@ from typing import Any, cast
 import pytest
 
 from gateway.batches.api import BatchesAPI, Result
+from gateway.batches.calls import RoundRecord
 from gateway.batches.provider import BatchProvider
-from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.batches.rounds import Rounds
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.base import ModelCall
@@ -31,7 +32,7 @@ class OneResult(Rounds):
         async def journal(record: RoundRecord) -> None:
             return None
 
-        super().__init__(cast(BatchesAPI, None), 1, journal)
+        super().__init__(cast(BatchesAPI, None), 1, journal, key="k")
         self.result = result
         self.asked: list[tuple[str, dict[str, Any]]] = []
 

@@ -6,6 +6,7 @@ nothing is ever submitted twice."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,11 @@ from tools.registry import ToolRegistry
 
 Client = TestClient[Any, Any]
 Start = Callable[..., Awaitable[tuple[Client, FakeBatches]]]
+
+
+def call(custom_id: str) -> str:
+    """The gateway's call a custom_id names (`q{index}-t{turn}`), without its batch tail."""
+    return custom_id.rsplit("-", 1)[0]
 
 
 def script(request: BatchRequest) -> Reply:
@@ -94,14 +100,14 @@ async def test_expired_and_errored_requests_end_their_questions_and_say_so(start
     assert [line["index"] for line in lines] == list(range(5))
     assert lines[0]["text"].endswith("Answer for q0.") and "error" not in lines[0]
     assert lines[1]["error"]["code"] == "TIMEOUT_ERROR"
-    assert "q1-t2 expired" in lines[1]["error"]["message"]
-    assert "q2-t1 errored" in lines[2]["error"]["message"]
-    assert "q3-t2 errored" in lines[3]["error"]["message"]
+    assert re.search(r"q1-t2-\w{44} expired", lines[1]["error"]["message"])
+    assert re.search(r"q2-t1-\w{44} errored", lines[2]["error"]["message"])
+    assert re.search(r"q3-t2-\w{44} errored", lines[3]["error"]["message"])
     assert lines[2]["error"]["code"] != lines[3]["error"]["code"]  # a 500 is not a 400
     # Nothing twice: the expired and errored requests were not sent again.
     assert set(fake.received.values()) == {1}
     second_round = {"q0-t2", "q1-t2", "q3-t2", "q4-t2"}
-    assert set(fake.received) == {f"q{i}-t1" for i in range(5)} | second_round
+    assert set(map(call, fake.received)) == {f"q{i}-t1" for i in range(5)} | second_round
     assert len(fake.submitted) == 2 == len(body["rounds"])
     # The second round holds only the questions the first round left going.
     assert body["rounds"][1]["requests"] == 4
@@ -148,6 +154,30 @@ async def test_a_cancel_mid_round_cancels_the_api_batch(start: Start) -> None:
     assert [(line["outcome"], line["is_error"], line["toolCalls"]) for line in lines] == [
         ("cancelled", True, [])
     ] * 4
+
+
+async def test_a_request_the_api_canceled_ends_its_question_cancelled(start: Start) -> None:
+    client, fake = await start(processing_s=30)
+    batch_id = await submit(client, 2)
+    await fake.created.wait()
+    [api_batch] = fake.submitted
+    batch = fake.batch(api_batch)
+    assert batch is not None
+    fake.store.cancel(batch)  # cancelled on the API's side (its console), not the gateway's
+    body = await ended(client, batch_id)
+    assert [q["outcome"] for q in body["questions"]] == ["cancelled", "cancelled"]  # one word
+    assert [q["batch_result"] for q in body["questions"]] == ["canceled", "canceled"]  # the API's
+    assert body["counts"] == {"cancelled": 2} and body["outcome"] == "completed"
+
+
+async def test_a_cancelled_batchs_progress_says_so(start: Start) -> None:
+    client, fake = await start(processing_s=30)
+    batch_id = await submit(client, 2)
+    await fake.created.wait()
+    assert (await progress(client, batch_id))["outcome"] is None  # running
+    assert (await client.post(f"/api/batches/{batch_id}/cancel")).status == 200
+    body = await ended(client, batch_id)
+    assert body["outcome"] == "cancelled" and body["counts"] == {"cancelled": 2}
 
 
 async def test_an_overloaded_create_is_tried_again_once_not_twice(start: Start) -> None:

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from gateway import events
+from gateway.batches.calls import RoundRecord
 from gateway.batches.provider import BatchProvider
-from gateway.batches.rounds import RoundRecord, Rounds
+from gateway.batches.rounds import Rounds
 from gateway.events import Event
 from gateway.runs.loop import RunState
 from gateway.runs.run import Run, RunRequest
@@ -74,6 +75,15 @@ class Batch:
     def done(self) -> bool:
         return self.state == "ended"
 
+    def stop(self) -> None:
+        """Stop driving the batch here (shutdown, or it was taken over elsewhere): no new
+        round goes out, and what its questions end with now is not their outcome."""
+        self.stopping = True
+        if self.rounds is not None:
+            self.rounds.stop()
+        if self.task is not None:
+            self.task.cancel()
+
     def totals(self) -> dict[str, Any]:
         return totals_of([q.progress() for q in self.questions])
 
@@ -82,6 +92,7 @@ class Batch:
         return {
             "batch_id": self.id,
             "state": self.state,
+            "outcome": self.outcome,
             "created_at": self.created_at,
             **self.totals(),
             "rounds": [round_view(r) for r in records],
@@ -111,6 +122,11 @@ def totals_of(questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def round_view(record: RoundRecord) -> dict[str, Any]:
-    return {"round": record.number, "api_batch_id": record.api_batch_id,
-            "requests": len(record.custom_ids), "state": record.state,
-            "results": record.results}  # fmt: skip
+    return {
+        "round": record.number,
+        "api_batch_id": record.api_batch_id,
+        "requests": len(record.custom_ids),
+        "state": record.state,
+        "results": record.results,
+        "note": record.note,
+    }

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from secrets import token_hex
 from typing import Any, cast
 
+from gateway.batches import lookup
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch, Question
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
-from gateway.batches.rounds import RoundRecord, Rounds
-from gateway.errors import UpstreamFailure
+from gateway.batches.rounds import Rounds
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics
@@ -47,6 +48,8 @@ class BatchOptions:
     upstream: str
     """The primary upstream's name (`anthropic` or `demo`): the questions' `upstream`."""
     model: str
+    clock_skew_s: float = lookup.CLOCK_SKEW_S
+    """How far the API's clock may be from this worker's (`lookup`)."""
 
 
 class BatchManager:
@@ -135,9 +138,7 @@ class BatchManager:
         worker or a restart continues them."""
         running = [b for b in self._batches.values() if b.task is not None and not b.done]
         for batch in running:
-            batch.stopping = True
-            assert batch.task is not None
-            batch.task.cancel()
+            batch.stop()
         await asyncio.gather(*(b.task for b in running if b.task), return_exceptions=True)
         await asyncio.gather(*(self.journal.release(b.id) for b in running))
 
@@ -146,8 +147,7 @@ class BatchManager:
         it here without a word more to the journal; readers here read the store."""
         batch = self._batches.pop(batch_id, None)
         if batch is not None and batch.task is not None and not batch.done:
-            batch.stopping = True
-            batch.task.cancel()
+            batch.stop()
 
     def on_control(self, kind: str, batch_id: str) -> None:
         """A control message from another worker: `cancel {batch_id}`."""
@@ -160,40 +160,31 @@ class BatchManager:
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
-        recovered = await self._recover(rounds)
-        write_round = self.journal.round_writer(batch.id, self._count_round)
-        batch.rounds = rounds_ = Rounds(self.api, len(open_), write_round, rounds)
         try:
-            await self.journal.begin(record)
-            for round_ in recovered:
-                await write_round(round_)
+            await self.journal.begin(record)  # claimed (or taken over): its writes are fenced
+            batch.rounds = self._rounds(batch, len(open_), rounds)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
             async with asyncio.TaskGroup() as group:
                 for question in open_:
                     task = group.create_task(self._run_question(batch, question, configs))
                     question.run.task = task
         except asyncio.CancelledError:  # shutdown: the journal keeps the batch for later
-            await rounds_.close()
+            if batch.rounds is not None:
+                await batch.rounds.close()
             batch.log.close()
             raise
-        await rounds_.close()
+        await batch.rounds.close()
         self._finish(batch)
         await self.journal.end(batch)
 
-    async def _recover(self, rounds: list[RoundRecord]) -> list[RoundRecord]:
-        """A round journaled as `submitting` without an id may have been created: find it
-        by its custom_ids before anything is submitted again. The rounds it updated."""
-        found = []
-        for record in rounds:
-            if record.state == "submitting" and record.api_batch_id is None:
-                since = datetime.fromisoformat(record.submitted_at) - timedelta(minutes=1)
-                try:
-                    record.api_batch_id = await self.api.find(record.custom_ids, since)
-                except UpstreamFailure:
-                    log.exception("batches: cannot look for round %d's batch", record.number)
-                record.state = "submitted" if record.api_batch_id else "failed"
-                found.append(record)
-        return found
+    def _rounds(self, batch: Batch, members: int, recorded: list[RoundRecord]) -> Rounds:
+        write = self.journal.round_writer(batch.id, self._count_round)
+        key, skew_s = batch.id.removeprefix("batch_"), self.options.clock_skew_s
+        rounds = Rounds(self.api, members, write, recorded, key=key, skew_s=skew_s)
+        rounds.on_note = functools.partial(_noted, batch)
+        if batch.stopping:
+            rounds.stop()
+        return rounds
 
     async def _run_question(
         self, batch: Batch, question: Question, configs: list[LoopConfig]
@@ -249,6 +240,11 @@ class BatchManager:
         for batch_id in [b.id for b in self._batches.values()
                          if b.finished_at is not None and b.finished_at < horizon]:  # fmt: skip
             del self._batches[batch_id]
+
+
+def _noted(batch: Batch, record: RoundRecord) -> None:
+    """A round waits (its lookup failing) or stops waiting: the batch's events say so."""
+    batch.emit("batch_status", state=batch.state, round=record.number, note=record.note)
 
 
 def _audited(totals: dict[str, Any]) -> dict[str, Any]:

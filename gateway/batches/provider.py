@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.batches.calls import stem
 from gateway.batches.messages import message_payloads
-from gateway.batches.rounds import Rounds, custom_id
+from gateway.batches.rounds import Rounds
 from gateway.errors import UpstreamFailure
 from gateway.events import Event
 from gateway.providers.anthropic.provider import messages_body
@@ -39,8 +40,9 @@ class BatchProvider:
     async def attempt(self, call: ModelCall, turn: Turn, emit: Emit) -> None:
         if not isinstance(turn, TurnTranslator):
             raise TypeError(f"BatchProvider needs its own turn, got {type(turn).__name__}")
-        cid = custom_id(self._index, turn.turn)
-        result = (await self._rounds.call(cid, messages_body(call), call.betas))["result"]
+        name = stem(self._index, turn.turn)
+        answer = await self._rounds.call(name, messages_body(call), call.betas)
+        cid, result = str(answer.get("custom_id") or name), answer["result"]
         kind = result.get("type")
         self.last_result = kind if kind in BATCH_RESULTS else "errored"
         if kind != "succeeded":

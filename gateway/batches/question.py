@@ -3,20 +3,16 @@ terminal event however it ends (`runs.ending`), so its fold is `/api/research`'s
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
-from gateway import events, pricing
+from gateway import pricing
 from gateway.batches.batch import Question
-from gateway.errors import GatewayError
 from gateway.events import Event
 from gateway.providers.base import Emit
 from gateway.runs.durable import resumed_loop
-from gateway.runs.ending import Ending, end_run, internal_error
-from gateway.runs.figures import annotator
+from gateway.runs.ending import end_loop, run_to_end
 from gateway.runs.loop import LoopConfig, LoopDeps, run_loop
-from gateway.runs.manager import _final
 
 log = logging.getLogger(__name__)
 
@@ -26,33 +22,28 @@ OnTurn = Callable[[Question], None]
 async def drive(question: Question, config: LoopConfig, deps: LoopDeps, on_turn: OnTurn) -> None:
     """Run the question's loop to its end; its log closes with exactly one terminal event."""
     run, state, request = question.run, question.state, question.request
-    observer = deps.observer
-    terminal: Event | None = None
-    try:
-        loop = resumed_loop if state.resumed else run_loop
-        await loop(config, deps, state, _relay(question, on_turn))
-        outcome: str = state.outcome or "completed"
-    except asyncio.CancelledError:
-        outcome = run.cancel_reason or "cancelled"
-    except GatewayError as exc:
-        outcome = exc.code
-        terminal = events.error(exc.body(request.request_id))
-        if "batch_result" in exc.details:
-            question.outcome = exc.details["batch_result"]
-    except Exception as exc:  # a bug: the question still gets its terminal event
-        log.exception("batch question %s failed", run.id)
-        outcome, terminal = "UNKNOWN_ERROR", internal_error(exc, request.request_id)
-    question.outcome = question.outcome or outcome
+    loop = resumed_loop if state.resumed else run_loop
+    outcome = await run_to_end(
+        run, request, state, loop(config, deps, state, _relay(question, on_turn))
+    )
+    if outcome.error is not None and "batch_result" in outcome.error.details:
+        result = outcome.error.details["batch_result"]  # the API's word in `batch_result`
+        question.outcome = "cancelled" if result == "canceled" else result
+    question.outcome = question.outcome or outcome.name
     question.phase = "done"
-    question.saved_usd = saved_usd(deps.prices, config.plan.model, state.response_model,
-                                   state.usage, state.cost_usd)  # fmt: skip
-
-    def build_final(duration_ms: float) -> Event:
-        return _final(run, config, state, outcome, duration_ms, observer.trace_id)
-
-    annotate = annotator(deps.figure_check, state.messages, observer)
-    ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id, annotate)
-    await end_run(run, ending, observer, build_final, None)
+    question.saved_usd = saved_usd(
+        deps.prices, config.plan.model, state.response_model, state.usage, state.cost_usd
+    )
+    await end_loop(
+        run,
+        config,
+        state,
+        request,
+        deps.observer,
+        outcome,
+        None,
+        figure_check=deps.figure_check,
+    )
 
 
 def _relay(question: Question, on_turn: OnTurn) -> Emit:

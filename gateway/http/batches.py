@@ -148,19 +148,29 @@ async def results(request: web.Request) -> web.StreamResponse:
         message = f"Batch {batch.batch_id if isinstance(batch, Stored) else batch.id} is " \
                   f"{batch.state}: its results come when it has ended"  # fmt: skip
         raise GatewayError("VALIDATION_ERROR", message, {"state": batch.state}, status=409)
-    if isinstance(batch, Stored):
-        logs = [batch.events.get(i, b"") for i in range(len(batch.questions))]
-    else:
-        logs = [question.run.log.read(0) for question in batch.questions]
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
-    for index, data in enumerate(logs):
+    index = 0
+    async for data in _logs(request, batch):  # read from the store as it is written out
         folded = fold(sse.parse_frames(data))
         line = {"index": index, "error": folded["error"]} if "error" in folded else {
             "index": index, **folded}  # fmt: skip
         await response.write(orjson.dumps(line) + b"\n")
+        index += 1
     await response.write_eof()
     return response
+
+
+async def _logs(request: web.Request, batch: Batch | Stored) -> AsyncIterator[bytes]:
+    """The questions' event logs, in order: here, or from the journal a few at a time."""
+    if isinstance(batch, Batch):
+        for question in batch.questions:
+            yield question.run.log.read(0)
+        return
+    journal = request.app[keys.BATCHES].journal
+    assert isinstance(journal, SharedJournal)
+    async for data in journal.events(batch.batch_id, len(batch.questions)):
+        yield data
 
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -243,7 +253,7 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
 
 def _totals(stored: Stored) -> dict[str, Any]:
     progress = stored.progress()
-    for name in ("batch_id", "state", "created_at", "rounds", "questions"):
+    for name in ("batch_id", "state", "outcome", "created_at", "rounds", "questions"):
         progress.pop(name)
     return progress
 
@@ -294,10 +304,13 @@ async def batches_ctx(app: web.Application) -> AsyncIterator[None]:
         max_events=settings.gateway_run_log_max_events,
         upstream=primary.name,
         model=settings.model,
+        clock_skew_s=settings.gateway_batch_clock_skew_s,
     )
     manager = BatchManager(
         app[keys.RUNS].factory,
-        BatchesAPI(primary.client, settings.gateway_batch_poll_s),
+        BatchesAPI(
+            primary.client, settings.gateway_batch_poll_s, settings.gateway_batch_create_timeout_s
+        ),
         options,
         app[keys.METRICS],
         journal,

@@ -123,6 +123,8 @@ class BatchProgress(BaseModel):
 
     batch_id: str
     state: Literal["running", "cancelling", "ended"]
+    outcome: Literal["completed", "cancelled"] | None
+    """Null while running."""
     created_at: str
     question_count: int
     counts: dict[str, int]

@@ -22,9 +22,9 @@ import contextlib
 import dataclasses
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -104,7 +104,65 @@ def _fields_of(cls: type[Any], values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class Durability:
+class Leased(Protocol):
+    lease_ms: int
+
+
+class LeaseLoop:
+    """What durable runs and batches share: renewing this worker's leases every T/6 (each
+    lasts T/3) and looking for work whose lease has been missing T/10 every T/5 (± 20 %,
+    so the workers do not all look at the same moment), for a takeover within T
+    (`GATEWAY_TAKEOVER_S`). A store that fails is tried again at the next tick.
+    Subclasses say what they hold (`holding`), renew it (`renew`) and take over
+    (`take_over`, with `grace_ms`)."""
+
+    name = "durable runs"
+
+    def __init__(
+        self, leased: Leased, takeover_s: float, store_errors: tuple[type[BaseException], ...]
+    ) -> None:
+        self._errors: tuple[type[BaseException], ...] = (*store_errors, TimeoutError)
+        leased.lease_ms = max(100, int(takeover_s * 1000 / 3))
+        self._renew_s = takeover_s / 6
+        self._look_s = takeover_s / 5
+        self.grace_ms = int(takeover_s * 1000 / 10)
+        self._tasks = [asyncio.create_task(self._renewing()), asyncio.create_task(self._looking())]
+
+    def holding(self) -> bool:
+        raise NotImplementedError
+
+    async def renew(self) -> None:
+        raise NotImplementedError
+
+    async def take_over(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _renewing(self) -> None:
+        while True:
+            await asyncio.sleep(self._renew_s)
+            if self.holding():
+                await self._guarded(self.renew)
+
+    async def _looking(self) -> None:
+        while True:
+            await asyncio.sleep(self._look_s * random.uniform(0.8, 1.2))
+            await self._guarded(self.take_over)
+
+    async def _guarded(self, operation: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await operation()
+        except self._errors as exc:  # the store is reported elsewhere; try again next time
+            log.debug("%s: the store failed (%s)", self.name, exc)
+
+
+class Durability(LeaseLoop):
     """This worker's leases: claims new runs, renews, takes over runs of dead workers."""
 
     def __init__(
@@ -116,22 +174,10 @@ class Durability:
         on_lost: Callable[[str], None],
     ) -> None:
         self._leases = leases
-        self._errors: tuple[type[BaseException], ...] = (*store_errors, TimeoutError)
-        leases.lease_ms = max(100, int(takeover_s * 1000 / 3))
-        self._renew_s = takeover_s / 6
-        self._look_s = takeover_s / 5
-        self._grace_ms = int(takeover_s * 1000 / 10)
         self._on_claimed = on_claimed
         self._on_lost = on_lost
         self._owned: dict[str, int] = {}  # run id -> fencing token
-        self._tasks = [asyncio.create_task(self._renewing()), asyncio.create_task(self._looking())]
-
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        super().__init__(leases, takeover_s, store_errors)
 
     async def begin(self, run_id: str, checkpoint: bytes) -> int:
         """Claim a new run with its first checkpoint: its token, 0 if Redis failed (then
@@ -162,13 +208,10 @@ class Durability:
 
         return checkpoint
 
-    async def _renewing(self) -> None:
-        while True:
-            await asyncio.sleep(self._renew_s)
-            if self._owned:
-                await self._guarded(self._renew_all)
+    def holding(self) -> bool:
+        return bool(self._owned)
 
-    async def _renew_all(self) -> None:
+    async def renew(self) -> None:
         owned = list(self._owned.items())
         answers = await self._leases.renew(owned)
         for (run_id, _), answer in zip(owned, answers, strict=True):
@@ -178,14 +221,9 @@ class Durability:
                 log.warning("durable runs: %s was taken over elsewhere; stopping it", run_id)
                 self._on_lost(run_id)
 
-    async def _looking(self) -> None:
-        while True:  # jittered, so the workers do not all look at the same moment
-            await asyncio.sleep(self._look_s * random.uniform(0.8, 1.2))
-            await self._guarded(self._take_over)
-
-    async def _take_over(self) -> None:
+    async def take_over(self) -> None:
         for run_id, token, data, last_seq in await self._leases.take_over(
-            MAX_CLAIMS, self._grace_ms
+            MAX_CLAIMS, self.grace_ms
         ):
             try:
                 checkpoint = decode(data)
@@ -195,12 +233,6 @@ class Durability:
             self._owned[run_id] = token
             log.info("durable runs: taking over %s at turn %d", run_id, checkpoint.state.turns)
             self._on_claimed(Claimed(run_id, token, checkpoint, last_seq))
-
-    async def _guarded(self, operation: Callable[[], Any]) -> None:
-        try:
-            await operation()
-        except self._errors as exc:  # the mirror reports the store; try again next time
-            log.debug("durable runs: the store failed (%s)", exc)
 
 
 def turn_ended_run(state: RunState, max_turns: int) -> bool:

@@ -13,12 +13,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.events import Event, Final
 from gateway.ops.observe import RunObserver
-from gateway.runs.run import Run
+from gateway.runs.figures import annotator
+from gateway.runs.loop import LoopConfig, RunState
+from gateway.runs.run import Run, RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,101 @@ class Ending:
     annotate: Callable[[Final], Event | None] | None = None
     """The figure check (runs/figures.py): given `final`, the `figures` event before it
     (None: the answer has no figures)."""
+
+
+@dataclass
+class Outcome:
+    """How a run's loop stopped: its outcome, and its `error` event if it failed."""
+
+    name: str
+    terminal: Event | None = None
+    error: GatewayError | None = None
+
+
+async def run_to_end(
+    run: Run, request: RunRequest, state: RunState, body: Awaitable[None]
+) -> Outcome:
+    """Await the run's loop (`body`, with whatever comes before it) and say how it
+    stopped: completed (or the loop's own outcome), cancelled, a gateway error's code, or
+    `UNKNOWN_ERROR` for a bug. Runs and batch questions end the same way."""
+    try:
+        await body
+    except asyncio.CancelledError:
+        if run.failure is not None:  # stopped with an error (its key was revoked)
+            failure = run.failure
+            return Outcome(failure.code, events.error(failure.body(request.request_id)), failure)
+        return Outcome(run.cancel_reason or "cancelled")
+    except GatewayError as exc:
+        return Outcome(exc.code, events.error(exc.body(request.request_id)), exc)
+    except Exception as exc:  # a bug: the client still gets its terminal event
+        log.exception("run %s failed", run.id)
+        return Outcome("UNKNOWN_ERROR", internal_error(exc, request.request_id))
+    return Outcome(state.outcome or "completed")
+
+
+async def end_loop(
+    run: Run,
+    config: LoopConfig,
+    state: RunState,
+    request: RunRequest,
+    observer: RunObserver,
+    outcome: Outcome,
+    save: Callable[[], Awaitable[None]] | None,
+    *,
+    figure_check: bool = False,
+) -> None:
+    """End a run whose loop stopped: its `final` (or its error), the figure check's event
+    before it when `figure_check`, and a closed log."""
+
+    def build_final(duration_ms: float) -> Event:
+        return final_event(run, config, state, outcome.name, duration_ms, observer.trace_id)
+
+    annotate = annotator(figure_check, state.messages, observer)
+    ending = Ending(
+        outcome.name, outcome.terminal, state.turns, state.usage, request.request_id, annotate
+    )
+    await end_run(run, ending, observer, build_final, save)
+
+
+def final_event(
+    run: Run,
+    config: LoopConfig,
+    state: RunState,
+    outcome: str,
+    duration_ms: float,
+    trace_id: str | None,
+) -> Event:
+    """A run's `final`: `result` is what the deltas joined to, structured output or not;
+    the value is the last turn's JSON."""
+    result, structured = state.answer(), None
+    if config.plan.structured and state.outcome is not None:
+        structured = structured_answer(state.last_texts)[1]
+    return events.final(
+        model=state.response_model or config.plan.model,
+        run_id=run.id,
+        session_id=run.session_id,
+        outcome=outcome,  # type: ignore[arg-type]
+        stop_reason=state.stop_reason,
+        turns=state.turns,
+        tool_calls=state.tool_calls,
+        duration_ms=duration_ms,
+        usage=dict(state.usage),
+        result=result,
+        trace_id=trace_id,
+        total_cost_usd=state.cost_usd,
+        structured=structured,
+        details=events.refusal_details(state.stop_details) if outcome == "refusal" else None,
+    )
+
+
+def structured_answer(texts: list[str]) -> tuple[str, Any]:
+    """The final answer's JSON text and its value (None if it is not JSON, e.g. a refusal
+    or an answer cut off by max_tokens)."""
+    text = "".join(texts)
+    try:
+        return text, orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text, None
 
 
 async def end_run(

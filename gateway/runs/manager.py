@@ -20,16 +20,13 @@ from dataclasses import dataclass
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.events import Event
 from gateway.ops.observe import RunObserver
 from gateway.providers.base import Emit
 from gateway.runs.durable import Checkpoint, Claimed, Durability, resumed_loop
-from gateway.runs.ending import Ending, end_run, internal_error
-from gateway.runs.figures import annotator
+from gateway.runs.ending import Ending, end_loop, end_run, run_to_end
 from gateway.runs.loop import LoopConfig, LoopDeps, RunState, run_loop
 from gateway.runs.run import Run, RunRequest
 from gateway.store.base import SessionStore
@@ -233,10 +230,10 @@ class RunManager:
         self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest,
         endpoint: str,
     ) -> None:  # fmt: skip
-        observer = deps.observer
         loaded = False
-        terminal: Event | None = None
-        try:
+
+        async def body() -> None:
+            nonlocal loaded
             if state.resumed:
                 run.log.append(events.warning("run_resumed", RESUMED, state.turns))
             elif not request.replace_history:  # here, not in start: a store may need a trip
@@ -247,34 +244,27 @@ class RunManager:
                 on_turn = await self.durable.checkpoints(run.id, run.log, request, endpoint, state)
             # A resumed run may only owe its terminal event; others skip that generator.
             loop = resumed_loop if state.resumed else run_loop
-            await loop(config, deps, state, _relay(run, observer, on_turn))
-            outcome: str = state.outcome or "completed"
-        except asyncio.CancelledError:
-            outcome = run.cancel_reason or "cancelled"
-            if run.failure is not None:  # stopped with an error (its key was revoked)
-                outcome = run.failure.code
-                terminal = events.error(run.failure.body(request.request_id))
-        except GatewayError as exc:
-            outcome = exc.code
-            terminal = events.error(exc.body(request.request_id))
-        except Exception as exc:  # a bug: the client still gets its terminal event
-            log.exception("run %s failed", run.id)
-            outcome, terminal = "UNKNOWN_ERROR", internal_error(exc, request.request_id)
+            await loop(config, deps, state, _relay(run, deps.observer, on_turn))
+
+        outcome = await run_to_end(run, request, state, body())
         save = None
         if loaded and run.id not in self._lost_runs:
             # Before the terminal event, so whoever sees it can continue the session.
             save = functools.partial(self._save, run.session_id, state.messages)
         self._lost_runs.discard(run.id)
-
-        def build_final(duration_ms: float) -> Event:
-            return _final(run, config, state, outcome, duration_ms, observer.trace_id)
-
-        annotate = annotator(deps.figure_check, state.messages, observer)
-        ending = Ending(outcome, terminal, state.turns, state.usage, request.request_id, annotate)
         try:
-            await end_run(run, ending, observer, build_final, save)
+            await end_loop(
+                run,
+                config,
+                state,
+                request,
+                deps.observer,
+                outcome,
+                save,
+                figure_check=deps.figure_check,
+            )
         finally:
-            self._ended(run, outcome)
+            self._ended(run, outcome.name)
 
     async def _save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         await self.sessions.save(session_id, consistent_history(messages))
@@ -333,40 +323,3 @@ def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) 
             on_turn()
 
     return emit
-
-
-def _final(
-    run: Run, config: LoopConfig, state: RunState, outcome: str, duration_ms: float,
-    trace_id: str | None,
-) -> Event:  # fmt: skip
-    # `result` is what the deltas joined to, structured output or not; the value is the
-    # last turn's JSON.
-    result, structured = state.answer(), None
-    if config.plan.structured and state.outcome is not None:
-        structured = structured_answer(state.last_texts)[1]
-    return events.final(
-        model=state.response_model or config.plan.model,
-        run_id=run.id,
-        session_id=run.session_id,
-        outcome=outcome,  # type: ignore[arg-type]
-        stop_reason=state.stop_reason,
-        turns=state.turns,
-        tool_calls=state.tool_calls,
-        duration_ms=duration_ms,
-        usage=dict(state.usage),
-        result=result,
-        trace_id=trace_id,
-        total_cost_usd=state.cost_usd,
-        structured=structured,
-        details=events.refusal_details(state.stop_details) if outcome == "refusal" else None,
-    )
-
-
-def structured_answer(texts: list[str]) -> tuple[str, Any]:
-    """The final answer's JSON text and its value (None if it is not JSON, e.g. a refusal
-    or an answer cut off by max_tokens)."""
-    text = "".join(texts)
-    try:
-        return text, orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text, None

@@ -64,15 +64,18 @@ class SharedBatches(Protocol):
     errors: tuple[type[BaseException], ...]
     lease_ms: int
 
-    async def claim(self, batch_id: str, owner: str, meta: bytes, ttl_s: int) -> int:
-        """Claim a new batch with its record: its token (0: not claimed)."""
+    async def claim(
+        self, batch_id: str, owner: str, meta: bytes, ttl_s: int, head: bytes = b"{}"
+    ) -> int:
+        """Claim a new batch with its record (`head`: the part its progress needs): its
+        token (0: not claimed)."""
         ...
 
     async def write(
-        self, batch_id: str, token: int, part: str, fields: dict[str, bytes], ttl_s: int
+        self, batch_id: str, token: int, parts: dict[str, dict[str, bytes]], ttl_s: int
     ) -> bool:
-        """Set `fields` of the batch's `part` (`q` questions, `r` rounds) if `token` still
-        holds it: whether it did."""
+        """Set the fields of the batch's parts (`q` questions' checkpoints and events, `p`
+        their progress, `r` rounds) at once if `token` still holds it: whether it did."""
         ...
 
     async def finish(self, batch_id: str, token: int, summary: bytes, ttl_s: int) -> bool:
@@ -93,7 +96,16 @@ class SharedBatches(Protocol):
         ...
 
     async def load(self, batch_id: str) -> dict[str, dict[str, bytes]] | None:
-        """The batch's parts as written (`batch`, `q`, `r`); None if unknown."""
+        """The batch's parts as written (`batch`, `q`, `p`, `r`); None if unknown."""
+        ...
+
+    async def summary(self, batch_id: str) -> dict[str, dict[str, bytes]] | None:
+        """What its progress reads: the record's head, status and summary (`batch`), the
+        questions' progress (`p`) and the rounds (`r`); None if unknown."""
+        ...
+
+    async def events(self, batch_id: str, indexes: range) -> list[bytes]:
+        """These questions' events as journaled (b"" for one with none yet)."""
         ...
 
     async def cancel(self, batch_id: str) -> bool | None:

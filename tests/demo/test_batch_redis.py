@@ -14,17 +14,21 @@ import orjson
 import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpServer
+from redis.asyncio import Redis
 
 from demo_model import create_demo_app
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import JournalLost, SharedJournal, record_of
 from gateway.http import keys
 from gateway.runs import durable
+from gateway.store.redis.batches import RedisBatches
 from gateway.store.redis.runs import RedisStore
 from tests.conftest import read_events
 from tests.demo.test_batch_http import ALICE, BOB, KEYS, QUESTIONS, Client, make_client, start
 from tests.demo.test_batch_http import store as demo_store
 from tests.demo.test_batch_research import MakeClient, comparable, finished, results
 from tests.procs.redis import redis_server
+from tests.test_batches_faults import call
 
 __all__ = ["make_client"]  # the fixtures this module uses
 pytestmark = pytest.mark.redis
@@ -178,7 +182,7 @@ async def test_a_batch_left_by_a_stopping_worker_finishes_on_another(
         assert comparable(line) == comparable(await live.json()), question
     assert len(submitted) == len(set(submitted))  # no request submitted twice
     expected = {f"q{i}-t{t}" for i, line in enumerate(lines) for t in range(1, line["turns"] + 1)}
-    assert set(submitted) == expected  # and none lost
+    assert {call(cid) for cid in submitted} == expected  # and none lost
 
 
 async def test_a_worker_that_lost_its_batch_is_refused(redis_url: str) -> None:
@@ -201,17 +205,48 @@ async def test_a_worker_that_lost_its_batch_is_refused(redis_url: str) -> None:
         assert await theirs.take_over(8, 0) == []  # marked orphan at the first look
         assert await theirs.take_over(8, 0) == [("batch_x", 2)]
         with pytest.raises(JournalLost):
-            await journal._write("batch_x", "r", {"1": b"{}"})
+            await journal.round_writer("batch_x", lambda record: None)(RoundRecord(1, ["x"]))
         assert lost == ["batch_x"] and journal.tokens == {}
         assert await mine.renew([("batch_x", 1)], 60) == [0]
         assert await theirs.renew([("batch_x", 2)], 60) == [1]
-        assert await theirs.write("batch_x", 2, "r", {"1": b"{}"}, 60) is True
+        assert await theirs.write("batch_x", 2, {"r": {"1": b"{}"}, "p": {"p0": b"1"}}, 60)
         assert await theirs.finish("batch_x", 2, b"{}", 60) is True
         assert await theirs.renew([("batch_x", 2)], 60) == [2]  # ended
         parts = await theirs.load("batch_x")
-        assert parts is not None and parts["r"] == {"1": b"{}"}
+        assert parts is not None and parts["r"] == {"1": b"{}"} and parts["p"] == {"p0": b"1"}
         assert parts["batch"]["status"] == b"ended" and parts["batch"]["key"] == b"alice"
         assert await theirs.load("batch_y") is None and await theirs.cancel("batch_y") is None
     finally:
         for store in (first, second):
             await store.close()
+
+
+async def test_progress_and_events_read_the_summary_never_the_event_logs(
+    redis_url: str, make_client: MakeClient
+) -> None:
+    prefix = f"t{uuid.uuid4().hex[:6]}:"
+    a = await make_client(**shared(redis_url, prefix))
+    b = await make_client(**shared(redis_url, prefix))
+    batch_id = await start(a, questions=QUESTIONS)
+    here = await finished(a, batch_id)
+    journal = b.app[keys.BATCHES].journal
+    assert isinstance(journal, SharedJournal)
+    summary = await journal.store.summary(batch_id)
+    assert summary is not None and set(summary) == {"batch", "p", "r"}
+    assert set(summary["batch"]) == {"head", "key", "status", "summary"}  # not the requests
+    assert isinstance(journal.store, RedisBatches)
+    record = journal.store.key(batch_id)
+    client = Redis.from_url(redis_url)
+    try:  # without the questions' requests, checkpoints and events, progress reads the same
+        await client.delete(record + ":q")
+        await client.hdel(record, "meta")
+    finally:
+        await client.aclose()
+    there = await (await b.get(f"/api/batches/{batch_id}")).json()
+    assert there == {**here, "questions": there["questions"]}
+    assert there["outcome"] == "completed"
+    for mine, theirs in zip(here["questions"], there["questions"], strict=True):
+        assert theirs == {**mine, "batch_result": theirs["batch_result"]}
+    events = await read_events(await b.get(f"/api/batches/{batch_id}/events"))
+    assert events[-1]["type"] == "batch_complete" and events[-1]["outcome"] == "completed"
+    assert events[-1]["counts"] == {"completed": len(QUESTIONS)}

@@ -13,8 +13,12 @@ are answered by `script(request) -> Reply` (a fresh `Reply` each call), accumula
 Knobs: `processing_s` (the time a batch waits before it is answered, standing for the
 minutes of the real service), `expire` and `error` (custom_ids, or a predicate, whose
 requests come back `expired`, or `errored` with `error_type`; `error` may also map
-custom_ids to their own error types), `fail(op, status)` (an HTTP
-error on the next call of an endpoint: create, list, retrieve, results, cancel, delete).
+custom_ids to their own error types; a name picks a custom_id, or the gateway's call
+`q{index}-t{turn}` whatever batch tail its custom_id carries), `fail(op, status)` (an HTTP
+error on the next call of an endpoint: create, list, retrieve, results, cancel, delete),
+`stall(op, seconds, created=...)` (the next call of an endpoint is not answered for that
+long: before the API acts on it, or, with `created`, after: a create that made its batch
+whose answer never came).
 Records: `received` (Counter of custom_ids submitted), `submitted` (batch id -> its
 requests), `cancels` (batch ids a cancel was asked for), `created` (set on each create).
 """
@@ -71,6 +75,11 @@ class FakeBatches:
         self.cancels: list[str] = []
         self.created = asyncio.Event()
         self.failures: dict[str, list[int]] = {}
+        self.stalls: dict[str, list[tuple[float, bool]]] = {}
+        self.calls: Counter[str] = Counter()
+        """Calls of each endpoint (create, list, retrieve, results, cancel, delete)."""
+        self.reads: Counter[str] = Counter()
+        """Reads of each batch's results, by batch id."""
         self.store = _RecordingStore(self, self._process, processing_s=processing_s)
 
     @property
@@ -85,6 +94,11 @@ class FakeBatches:
         """Answer the next `times` calls of `op` with an HTTP `status` error."""
         self.failures.setdefault(op, []).extend([status] * times)
 
+    def stall(self, op: str, seconds: float, *, created: bool = False) -> None:
+        """Leave the next call of `op` unanswered for `seconds`; with `created`, after it
+        took effect. The client gives up first (its timeout is shorter)."""
+        self.stalls.setdefault(op, []).append((seconds, created))
+
     def batch(self, batch_id: str) -> Batch | None:
         return self.store.get(batch_id)
 
@@ -98,7 +112,9 @@ class FakeBatches:
         if _picked(self.expire, request.custom_id):
             return {"type": "expired"}
         if _picked(self.error, request.custom_id):
-            kind = self.error.get(request.custom_id) if isinstance(self.error, dict) else None
+            kind = None
+            if isinstance(self.error, dict):
+                kind = self.error.get(request.custom_id) or self.error.get(_call(request.custom_id))
             return errored(kind or self.error_type, "fake: scripted failure of this request")
         applied = self.messages.refusal({**request.params, "stream": True}, set(request.betas))
         if isinstance(applied, tuple):
@@ -116,6 +132,17 @@ class FakeBatches:
     @web.middleware
     async def _failing(self, request: web.Request, handler: Any) -> web.StreamResponse:
         op = _op(request)
+        self.calls[op or ""] += 1
+        if op == "results":
+            self.reads[request.match_info.get("batch_id", "")] += 1
+        stalls = self.stalls.get(op or "")
+        if stalls:
+            seconds, created = stalls.pop(0)
+            if created:
+                await handler(request)
+            await asyncio.sleep(seconds)
+            body = {"type": "error", "error": {"type": "api_error", "message": "fake: stalled"}}
+            return web.json_response(body, status=500)
         statuses = self.failures.get(op or "")
         if statuses:
             status = statuses.pop(0)
@@ -152,7 +179,14 @@ def _check(body: Any, betas: frozenset[str]) -> str | None:
 
 
 def _picked(pick: Pick, custom_id: str) -> bool:
-    return pick(custom_id) if callable(pick) else custom_id in pick
+    if callable(pick):
+        return pick(custom_id)
+    return custom_id in pick or _call(custom_id) in pick
+
+
+def _call(custom_id: str) -> str:
+    """The gateway's call a custom_id names: `q{index}-t{turn}` without its batch tail."""
+    return custom_id.rsplit("-", 1)[0]
 
 
 def _op(request: web.Request) -> str | None:

@@ -2,11 +2,14 @@
 
 Keys, under `redis_key_prefix`:
 
-    batch:{id}          hash: meta (the record, JSON), key (the owning key's name), worker
-                        (the worker driving it), token, status (running | ended), orphan,
-                        summary (once ended)
+    batch:{id}          hash: meta (the record, JSON), head (what its progress needs of it:
+                        batch id, owner, created_at, run ids), key (the owning key's
+                        name), worker (the worker driving it), token, status (running |
+                        ended), orphan, summary (once ended)
     batch:{id}:q        hash: per question i, c{i} its checkpoint, e{i} its events (SSE
-                        frames), p{i} its progress, d{i} its outcome once done
+                        frames): what a takeover and a results download read
+    batch:{id}:p        hash: per question i, p{i} its progress, d{i} its outcome once
+                        done: the summary progress and events read (small records)
     batch:{id}:r        hash: per round n, its record (JSON)
     batch:{id}:lease    the worker driving the batch, expiring unless renewed
     batches:running     set: running batches, where takeovers look
@@ -22,29 +25,24 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from gateway.store.redis.scripts import CLAIM, takeover
 from gateway.store.redis.wire import OP_TIMEOUT_S
 
 if TYPE_CHECKING:
     from gateway.store.redis.runs import RedisStore
 
-# KEYS[1] the running set, [2] the record, [3] its lease; ARGV: worker, lease ms, batch id,
-# TTL, meta, owning key. The token, or 0 if the lease is held.
-CLAIM = """
-if not redis.call('set', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-local token = redis.call('hincrby', KEYS[2], 'token', 1)
-redis.call('hset', KEYS[2], 'worker', ARGV[1], 'status', 'running', 'meta', ARGV[5],
-           'key', ARGV[6])
-redis.call('expire', KEYS[2], ARGV[4])
-redis.call('sadd', KEYS[1], ARGV[3])
-return token
-"""
-
-# KEYS[1] the record, [2] the part; ARGV: token, TTL, then field, value pairs. 1 written,
-# 0 refused (another token holds the batch, or its record is gone).
+# KEYS[1] the record, [2...] the parts written; ARGV: token, TTL, then per part the number
+# of its fields and their field, value pairs. 1 written, 0 refused (another token holds
+# the batch, or its record is gone).
 WRITE = """
 if redis.call('hget', KEYS[1], 'token') ~= ARGV[1] then return 0 end
-redis.call('hset', KEYS[2], unpack(ARGV, 3))
-redis.call('expire', KEYS[2], ARGV[2])
+local a = 3
+for k = 2, #KEYS do
+  local n = tonumber(ARGV[a])
+  redis.call('hset', KEYS[k], unpack(ARGV, a + 1, a + 2 * n))
+  redis.call('expire', KEYS[k], ARGV[2])
+  a = a + 1 + 2 * n
+end
 redis.call('expire', KEYS[1], ARGV[2])
 return 1
 """
@@ -56,7 +54,7 @@ redis.call('hset', KEYS[2], 'status', 'ended', 'summary', ARGV[3])
 redis.call('hdel', KEYS[2], 'orphan')
 redis.call('del', KEYS[2] .. ':lease')
 redis.call('srem', KEYS[1], ARGV[4])
-for _, part in ipairs({'', ':q', ':r'}) do redis.call('expire', KEYS[2] .. part, ARGV[2]) end
+for _, part in ipairs({'', ':q', ':p', ':r'}) do redis.call('expire', KEYS[2] .. part, ARGV[2]) end
 return 1
 """
 
@@ -73,7 +71,9 @@ for i, record in ipairs(KEYS) do
   else
     redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
     redis.call('hdel', record, 'orphan')
-    for _, part in ipairs({'', ':q', ':r'}) do redis.call('expire', record .. part, ARGV[3]) end
+    for _, part in ipairs({'', ':q', ':p', ':r'}) do
+      redis.call('expire', record .. part, ARGV[3])
+    end
     out[i] = 1
   end
 end
@@ -89,35 +89,16 @@ end
 return 1
 """
 
-# As the durable runs' TAKEOVER: a running batch without a lease is marked `orphan` at the
-# first look and claimed (new lease, token + 1) once that is ARGV[5] ms old, never by the
-# worker that drives it. KEYS[1] the running set; ARGV: worker, lease ms, key prefix,
-# limit, grace ms. Returns batch id, token of each batch claimed.
-TAKEOVER = """
-local out, prefix = {}, ARGV[3]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, id in ipairs(redis.call('smembers', KEYS[1])) do
-  local record = prefix .. 'batch:' .. id
-  local info = redis.call('hmget', record, 'status', 'orphan', 'worker')
-  if info[1] ~= 'running' then
-    redis.call('srem', KEYS[1], id)
-  elseif info[3] ~= ARGV[1] and redis.call('exists', record .. ':lease') == 0 then
-    if not info[2] then
-      redis.call('hset', record, 'orphan', now)
-    elseif now - tonumber(info[2]) >= tonumber(ARGV[5]) then
-      redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
-      local token = redis.call('hincrby', record, 'token', 1)
-      redis.call('hset', record, 'worker', ARGV[1])
-      redis.call('hdel', record, 'orphan')
-      out[#out + 1] = id
-      out[#out + 1] = token
-      if #out >= 2 * tonumber(ARGV[4]) then break end
-    end
-  end
-end
-return out
-"""
+# As the durable runs' takeover (`scripts.takeover`); `worker` is the batch's driver.
+TAKEOVER = takeover("batch", "worker")
+
+
+HEAD_FIELDS = ("head", "key", "status", "summary")
+"""What readers of a batch's progress read of its record (not its questions' requests)."""
+
+
+def _text(name: str | bytes) -> str:
+    return name if isinstance(name, str) else name.decode()
 
 
 class RedisBatches:
@@ -142,22 +123,30 @@ class RedisBatches:
     def running_key(self) -> str:
         return f"{self._store.prefix}batches:running"
 
-    async def claim(self, batch_id: str, owner: str, meta: bytes, ttl_s: int) -> int:
+    async def claim(
+        self, batch_id: str, owner: str, meta: bytes, ttl_s: int, head: bytes = b"{}"
+    ) -> int:
         record = self.key(batch_id)
         keys = [self.running_key, record, record + ":lease"]
-        args: list[Any] = [self._store.worker_id, self.lease_ms, batch_id, ttl_s, meta, owner]
+        worker = self._store.worker_id
+        args: list[Any] = [worker, self.lease_ms, batch_id, ttl_s, "worker", worker]
+        args += ("meta", meta, "key", owner, "head", head)
         async with asyncio.timeout(OP_TIMEOUT_S):
             return int(await self._claim(keys=keys, args=args))
 
     async def write(
-        self, batch_id: str, token: int, part: str, fields: dict[str, bytes], ttl_s: int
+        self, batch_id: str, token: int, parts: dict[str, dict[str, bytes]], ttl_s: int
     ) -> bool:
         record = self.key(batch_id)
+        keys: list[str] = [record]
         args: list[Any] = [token, ttl_s]
-        for name, value in fields.items():
-            args += (name, value)
+        for part, fields in parts.items():
+            keys.append(f"{record}:{part}")
+            args.append(len(fields))
+            for name, value in fields.items():
+                args += (name, value)
         async with asyncio.timeout(OP_TIMEOUT_S):
-            return bool(await self._write(keys=[record, f"{record}:{part}"], args=args))
+            return bool(await self._write(keys=keys, args=args))
 
     async def finish(self, batch_id: str, token: int, summary: bytes, ttl_s: int) -> bool:
         keys = [self.running_key, self.key(batch_id)]
@@ -184,19 +173,34 @@ class RedisBatches:
         return [(reply[i].decode(), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 
     async def load(self, batch_id: str) -> dict[str, dict[str, bytes]] | None:
+        return await self._parts(batch_id, ("q", "p", "r"))
+
+    async def summary(self, batch_id: str) -> dict[str, dict[str, bytes]] | None:
+        return await self._parts(batch_id, ("p", "r"), HEAD_FIELDS)
+
+    async def events(self, batch_id: str, indexes: range) -> list[bytes]:
+        fields = [f"e{i}" for i in indexes]
+        async with asyncio.timeout(OP_TIMEOUT_S):
+            found: Any = await self._client.hmget(self.key(batch_id) + ":q", fields)
+        return [value or b"" for value in found]
+
+    async def _parts(
+        self, batch_id: str, parts: tuple[str, ...], fields: tuple[str, ...] = ()
+    ) -> dict[str, dict[str, bytes]] | None:
         record = self.key(batch_id)
         async with asyncio.timeout(OP_TIMEOUT_S):
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hgetall(record)
-                pipe.hgetall(record + ":q")
-                pipe.hgetall(record + ":r")
+                pipe.hmget(record, fields) if fields else pipe.hgetall(record)
+                for part in parts:
+                    pipe.hgetall(f"{record}:{part}")
                 replies: Any = await pipe.execute()
-        if not replies[0]:
+        head = dict(zip(fields, replies[0], strict=True)) if fields else replies[0]
+        if not head or head.get("status", head.get(b"status")) is None:
             return None
-        return {
-            name: {k.decode(): v for k, v in reply.items()}
-            for name, reply in zip(("batch", "q", "r"), replies, strict=True)
-        }
+        found = {"batch": {_text(k): v for k, v in head.items() if v is not None}}
+        for part, reply in zip(parts, replies[1:], strict=True):
+            found[part] = {k.decode(): v for k, v in reply.items()}
+        return found
 
     async def cancel(self, batch_id: str) -> bool | None:
         async with asyncio.timeout(OP_TIMEOUT_S):

@@ -41,7 +41,7 @@ class RedisLeases:
         store = self._store
         keys = [store.durable_key, store.run_key(run_id), store.run_key(run_id) + ":lease"]
         args: list[str | int | bytes] = [store.worker_id, self.lease_ms, run_id, RUNNING_TTL_S]
-        args.append(checkpoint)
+        args += ("owner", store.worker_id, "ckpt", checkpoint)
         async with asyncio.timeout(OP_TIMEOUT_S):
             token = int(await self._claim(keys=keys, args=args))
         if token:

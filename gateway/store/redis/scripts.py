@@ -65,14 +65,15 @@ end
 return refused
 """
 
-# A new durable run: its lease (KEYS[3], PX ARGV[2]) unless someone holds it, a fencing
-# token one above any before (INCR on the record, KEYS[2]), its first checkpoint, and its
-# id in the set of running durable runs (KEYS[1]). ARGV: worker, lease ms, run id, TTL,
-# checkpoint. Returns the token, or 0 if the lease is held.
+# A new leased record (a durable run, a batch): its lease (KEYS[3], PX ARGV[2]) unless
+# someone holds it, a fencing token one above any before (HINCRBY on the record, KEYS[2]),
+# status `running` and the caller's fields, a TTL, and its id in the set where takeovers
+# look (KEYS[1]). ARGV: worker, lease ms, id, TTL, then field, value pairs. Returns the
+# token, or 0 if the lease is held.
 CLAIM = """
 if not redis.call('set', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
 local token = redis.call('hincrby', KEYS[2], 'token', 1)
-redis.call('hset', KEYS[2], 'owner', ARGV[1], 'status', 'running', 'ckpt', ARGV[5])
+redis.call('hset', KEYS[2], 'status', 'running', unpack(ARGV, 5))
 redis.call('expire', KEYS[2], ARGV[4])
 redis.call('sadd', KEYS[1], ARGV[3])
 return token
@@ -97,40 +98,48 @@ end
 return out
 """
 
-# Take over running durable runs whose lease expired (their worker died): up to ARGV[4] of
-# them, each with a new lease and token. A run is only taken once its lease has been missing
-# for ARGV[5] ms (the first look marks it `orphan`), so an owner cut off from Redis for a
-# moment renews and writes first; and never by its own worker (stalled, it renews). KEYS[1]:
-# the set of running durable runs; ARGV: worker, lease ms, key prefix. Keys are built here,
-# so this needs one Redis, not a cluster. Returns id, token, checkpoint and last seq of
-# each run claimed.
-TAKEOVER = """
-local out, prefix = {}, ARGV[3]
+
+def takeover(kind: str, holder: str, extra: tuple[str, ...] = (), needed: str = "") -> str:
+    """The script that takes over running records (`{prefix}{kind}:{id}`, ids in the set
+    KEYS[1]) whose lease expired (their worker died): up to ARGV[4] of them, each with a
+    new lease and token, `holder` set to this worker. A record is only taken once its lease
+    has been missing for ARGV[5] ms (the first look marks it `orphan`), so an owner cut off
+    from Redis for a moment renews and writes first; never by its own worker (stalled, it
+    renews); and (with `needed`) only with that field set. ARGV: worker, lease ms, key
+    prefix, limit, grace ms. Keys are built here: one Redis, not a cluster. Returns each
+    record's id, token and `extra` fields (missing: '0')."""
+    fields = ", ".join(f"'{name}'" for name in ("status", "orphan", holder, *extra))
+    ready = f"info[{4 + extra.index(needed)}] and " if needed else ""
+    more = "".join(f"      out[#out + 1] = info[{4 + i}] or '0'\n" for i in range(len(extra)))
+    return f"""
+local out, prefix = {{}}, ARGV[3]
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, id in ipairs(redis.call('smembers', KEYS[1])) do
-  local record = prefix .. 'run:' .. id
-  local info = redis.call('hmget', record, 'status', 'ckpt', 'last', 'orphan', 'owner')
+  local record = prefix .. '{kind}:' .. id
+  local info = redis.call('hmget', record, {fields})
   if info[1] ~= 'running' then
     redis.call('srem', KEYS[1], id)
-  elseif info[2] and info[5] ~= ARGV[1] and redis.call('exists', record .. ':lease') == 0 then
-    if not info[4] then
+  elseif {ready}info[3] ~= ARGV[1] and redis.call('exists', record .. ':lease') == 0 then
+    if not info[2] then
       redis.call('hset', record, 'orphan', now)
-    elseif now - tonumber(info[4]) >= tonumber(ARGV[5]) then
+    elseif now - tonumber(info[2]) >= tonumber(ARGV[5]) then
       redis.call('set', record .. ':lease', ARGV[1], 'PX', ARGV[2])
       local token = redis.call('hincrby', record, 'token', 1)
-      redis.call('hset', record, 'owner', ARGV[1])
+      redis.call('hset', record, '{holder}', ARGV[1])
       redis.call('hdel', record, 'orphan')
       out[#out + 1] = id
       out[#out + 1] = token
-      out[#out + 1] = info[2]
-      out[#out + 1] = info[3] or '0'
-      if #out >= 4 * tonumber(ARGV[4]) then break end
+{more}      if #out >= {2 + len(extra)} * tonumber(ARGV[4]) then break end
     end
   end
 end
 return out
 """
+
+
+# Durable runs: each with its checkpoint and the last seq written.
+TAKEOVER = takeover("run", "owner", ("ckpt", "last"), needed="ckpt")
 
 # Count a reader on a non-owner process in (+1) or out (-1), only while the run exists; when
 # the last one leaves a running run, tell the owner so its grace timer starts now.
