@@ -249,9 +249,13 @@ class Settings(BaseSettings):
     """How long startup waits for the MCP servers' first connections (they go on trying)."""
 
     @field_validator(
-        "gateway_api_keys", "anthropic_server_tools", "gateway_fallback_upstreams",
-        "gateway_cors_origins", "gateway_allowed_hosts", mode="before",
-    )  # fmt: skip
+        "gateway_api_keys",
+        "anthropic_server_tools",
+        "gateway_fallback_upstreams",
+        "gateway_cors_origins",
+        "gateway_allowed_hosts",
+        mode="before",
+    )
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):

@@ -117,8 +117,13 @@ def totals_of(questions: list[dict[str, Any]]) -> dict[str, Any]:
         name = question["outcome"] or question["state"]
         outcomes[name] = outcomes.get(name, 0) + 1
     saved = round(sum(q["saved_usd"] for q in questions), 6)
-    return {"question_count": len(questions), "counts": outcomes, "usage": usage,
-            "total_cost_usd": cost, "saved_usd": saved}  # fmt: skip
+    return {
+        "question_count": len(questions),
+        "counts": outcomes,
+        "usage": usage,
+        "total_cost_usd": cost,
+        "saved_usd": saved,
+    }
 
 
 def round_view(record: RoundRecord) -> dict[str, Any]:

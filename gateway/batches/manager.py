@@ -54,11 +54,17 @@ class BatchOptions:
 
 class BatchManager:
     def __init__(
-        self, factory: RunFactory, api: BatchesAPI, options: BatchOptions, metrics: Metrics,
-        journal: Journal, *, audit: AuditLog | None = None,
+        self,
+        factory: RunFactory,
+        api: BatchesAPI,
+        options: BatchOptions,
+        metrics: Metrics,
+        journal: Journal,
+        *,
+        audit: AuditLog | None = None,
         on_question_end: OnQuestionEnd | None = None,
         on_batch_end: Callable[[Batch], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.factory = factory
         self.api = api
         self.options = options
@@ -91,8 +97,14 @@ class BatchManager:
     def resume(self, record: Record, configs: list[LoopConfig]) -> Batch:
         """Continue a batch another worker started, from its journal."""
         questions = [self._question(i, r, s) for i, (r, s) in enumerate(record.questions())]
-        batch = Batch(record.batch_id, record.owner, questions, EventLog(record.batch_id),
-                      record.request_id, record.created_at)  # fmt: skip
+        batch = Batch(
+            record.batch_id,
+            record.owner,
+            questions,
+            EventLog(record.batch_id),
+            record.request_id,
+            record.created_at,
+        )
         for question in questions:
             question.run.log.extend(cast(list[Event], record.kept_events(question.index)))
             if question.index in record.done:
@@ -237,8 +249,11 @@ class BatchManager:
 
     def _expire(self) -> None:
         horizon = time.monotonic() - self.options.ttl_s
-        for batch_id in [b.id for b in self._batches.values()
-                         if b.finished_at is not None and b.finished_at < horizon]:  # fmt: skip
+        for batch_id in [
+            b.id
+            for b in self._batches.values()
+            if b.finished_at is not None and b.finished_at < horizon
+        ]:
             del self._batches[batch_id]
 
 
@@ -249,7 +264,11 @@ def _noted(batch: Batch, record: RoundRecord) -> None:
 
 def _audited(totals: dict[str, Any]) -> dict[str, Any]:
     usage = totals["usage"]
-    return {"questions": totals["question_count"], "counts": totals["counts"],
-            "input_tokens": usage.get("input_tokens", 0),
-            "output_tokens": usage.get("output_tokens", 0),
-            "cost_usd": totals["total_cost_usd"], "saved_usd": totals["saved_usd"]}  # fmt: skip
+    return {
+        "questions": totals["question_count"],
+        "counts": totals["counts"],
+        "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0),
+        "cost_usd": totals["total_cost_usd"],
+        "saved_usd": totals["saved_usd"],
+    }

@@ -65,9 +65,12 @@ def _relay(question: Question, on_turn: OnTurn) -> Emit:
 
 
 def saved_usd(
-    prices: pricing.PriceTable, asked: str, answered: str | None, usage: dict[str, int],
+    prices: pricing.PriceTable,
+    asked: str,
+    answered: str | None,
+    usage: dict[str, int],
     cost: float | None,
-) -> float:  # fmt: skip
+) -> float:
     """What the question's calls would have cost live, less what they cost in batches."""
     if cost is None or not usage.get(pricing.BATCH_KEY):
         return 0.0

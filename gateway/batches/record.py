@@ -42,31 +42,57 @@ class Record:
     @classmethod
     def new(cls, batch: Batch, configs: list[LoopConfig]) -> Record:
         return cls(
-            batch.id, batch.owner, batch.request_id, batch.created_at,
+            batch.id,
+            batch.owner,
+            batch.request_id,
+            batch.created_at,
             [dataclasses.asdict(q.request) for q in batch.questions],
-            [q.run.id for q in batch.questions], [q.run.session_id for q in batch.questions],
-        )  # fmt: skip
+            [q.run.id for q in batch.questions],
+            [q.run.session_id for q in batch.questions],
+        )
 
     def head(self) -> bytes:
         """What the batch's progress needs of its record (not the questions' requests)."""
-        return orjson.dumps({
-            "batch_id": self.batch_id, "owner": self.owner, "created_at": self.created_at,
-            "run_ids": self.run_ids,
-        })  # fmt: skip
+        return orjson.dumps(
+            {
+                "batch_id": self.batch_id,
+                "owner": self.owner,
+                "created_at": self.created_at,
+                "run_ids": self.run_ids,
+            }
+        )
 
     def meta(self) -> bytes:
-        return orjson.dumps({
-            "batch_id": self.batch_id, "owner": self.owner, "request_id": self.request_id,
-            "created_at": self.created_at, "requests": self.requests, "run_ids": self.run_ids,
-            "session_ids": self.session_ids,
-        }, default=_sets_as_lists)  # fmt: skip
+        return orjson.dumps(
+            {
+                "batch_id": self.batch_id,
+                "owner": self.owner,
+                "request_id": self.request_id,
+                "created_at": self.created_at,
+                "requests": self.requests,
+                "run_ids": self.run_ids,
+                "session_ids": self.session_ids,
+            },
+            default=_sets_as_lists,
+        )
 
     @classmethod
     def from_meta(cls, data: bytes) -> Record:
         body = orjson.loads(data)
-        return cls(**{k: body[k] for k in (
-            "batch_id", "owner", "request_id", "created_at", "requests", "run_ids", "session_ids"
-        )})  # fmt: skip
+        return cls(
+            **{
+                k: body[k]
+                for k in (
+                    "batch_id",
+                    "owner",
+                    "request_id",
+                    "created_at",
+                    "requests",
+                    "run_ids",
+                    "session_ids",
+                )
+            }
+        )
 
     def run_requests(self) -> list[RunRequest]:
         return [RunRequest(**durable._fields_of(RunRequest, r)) for r in self.requests]
@@ -169,8 +195,15 @@ class Stored:
         }
 
 
-QUEUED = {"round": 0, "state": "queued", "outcome": None, "batch_result": None,
-          "tool_calls": 0, "cost_usd": 0.0, "saved_usd": 0.0}  # fmt: skip
+QUEUED = {
+    "round": 0,
+    "state": "queued",
+    "outcome": None,
+    "batch_result": None,
+    "tool_calls": 0,
+    "cost_usd": 0.0,
+    "saved_usd": 0.0,
+}
 """A question's progress before its first turn."""
 
 

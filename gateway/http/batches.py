@@ -95,9 +95,11 @@ def _questions(request: web.Request, data: Any) -> list[RunRequest]:
             message = f"questions[{index}]: batch questions do not continue sessions"
             raise ValidationFailed(message, {"index": index, "field": "sessionId"})
         try:
-            parsed.append(parse_run_request(
-                body, settings, names, request[keys.REQUEST_ID], caller_of(request)
-            ))  # fmt: skip
+            parsed.append(
+                parse_run_request(
+                    body, settings, names, request[keys.REQUEST_ID], caller_of(request)
+                )
+            )
         except ValidationFailed as exc:
             raise _at(exc, index) from None
     return parsed
@@ -145,16 +147,21 @@ async def progress(request: web.Request) -> web.Response:
 async def results(request: web.Request) -> web.StreamResponse:
     batch = await _owned(request)
     if not batch.done:
-        message = f"Batch {batch.batch_id if isinstance(batch, Stored) else batch.id} is " \
-                  f"{batch.state}: its results come when it has ended"  # fmt: skip
+        message = (
+            f"Batch {batch.batch_id if isinstance(batch, Stored) else batch.id} is "
+            f"{batch.state}: its results come when it has ended"
+        )
         raise GatewayError("VALIDATION_ERROR", message, {"state": batch.state}, status=409)
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     index = 0
     async for data in _logs(request, batch):  # read from the store as it is written out
         folded = fold(sse.parse_frames(data))
-        line = {"index": index, "error": folded["error"]} if "error" in folded else {
-            "index": index, **folded}  # fmt: skip
+        line = (
+            {"index": index, "error": folded["error"]}
+            if "error" in folded
+            else {"index": index, **folded}
+        )
         await response.write(orjson.dumps(line) + b"\n")
         index += 1
     await response.write_eof()
@@ -226,8 +233,9 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
         return sse.frame(seq, {"type": kind, **fields, "run_id": batch_id, "seq": seq})
 
     try:
-        await writer.write(framed("batch_status", state=stored.state,
-                                    questions=len(stored.questions)))  # fmt: skip
+        await writer.write(
+            framed("batch_status", state=stored.state, questions=len(stored.questions))
+        )
         while True:
             changed = [q for i, q in enumerate(stored.questions) if q != seen[i]]
             for question in changed:
@@ -236,8 +244,13 @@ async def _stored_events(request: web.Request, stored: Stored) -> web.StreamResp
             if stored.done:
                 summary = stored.summary or {}
                 outcome = summary.get("outcome") or "completed"
-                data += framed("batch_complete", batch_id=batch_id, state="ended",
-                               outcome=outcome, **_totals(stored))  # fmt: skip
+                data += framed(
+                    "batch_complete",
+                    batch_id=batch_id,
+                    state="ended",
+                    outcome=outcome,
+                    **_totals(stored),
+                )
             await writer.write(data or sse.PING)
             if stored.done:
                 break
@@ -269,11 +282,13 @@ async def cancel(request: web.Request) -> web.Response:
             message = f"The shared store does not answer ({type(exc).__name__})"
             raise GatewayError("NETWORK_ERROR", message) from exc
         state = "cancelling" if cancelled else batch.state
-        return json_response({"ok": True, "batch_id": batch.batch_id,
-                              "cancelled": bool(cancelled), "state": state})  # fmt: skip
+        return json_response(
+            {"ok": True, "batch_id": batch.batch_id, "cancelled": bool(cancelled), "state": state}
+        )
     cancelled = await manager.cancel(batch.id)
-    return json_response({"ok": True, "batch_id": batch.id, "cancelled": bool(cancelled),
-                          "state": batch.state})  # fmt: skip
+    return json_response(
+        {"ok": True, "batch_id": batch.id, "cancelled": bool(cancelled), "state": batch.state}
+    )
 
 
 def routes() -> list[web.AbstractRouteDef]:

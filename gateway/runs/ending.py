@@ -141,9 +141,12 @@ def structured_answer(texts: list[str]) -> tuple[str, Any]:
 
 
 async def end_run(
-    run: Run, ending: Ending, observer: RunObserver,
-    build_final: Callable[[float], Event], save: Callable[[], Awaitable[None]] | None,
-) -> None:  # fmt: skip
+    run: Run,
+    ending: Ending,
+    observer: RunObserver,
+    build_final: Callable[[float], Event],
+    save: Callable[[], Awaitable[None]] | None,
+) -> None:
     """Record, save, check the answer's figures, append the one terminal event and close
     the log, in that order."""
     try:

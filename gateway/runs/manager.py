@@ -227,9 +227,14 @@ class RunManager:
             run.cancel("cancelled")
 
     async def _drive(
-        self, run: Run, config: LoopConfig, deps: LoopDeps, state: RunState, request: RunRequest,
+        self,
+        run: Run,
+        config: LoopConfig,
+        deps: LoopDeps,
+        state: RunState,
+        request: RunRequest,
         endpoint: str,
-    ) -> None:  # fmt: skip
+    ) -> None:
         loaded = False
 
         async def body() -> None:
