@@ -173,6 +173,7 @@ def unauthenticated_exposure(settings: Settings) -> str | None:
     return (
         f"HOST={settings.host} serves other machines, and no key is configured: anyone who "
         "reaches it could run research on this server's model key. Set GATEWAY_API_KEYS "
-        "(or GATEWAY_API_KEYS_FILE), or GATEWAY_ALLOW_UNAUTHENTICATED=1 to serve without keys "
+        "(or GATEWAY_API_KEYS_FILE, or GATEWAY_ADMIN_KEY to make keys at runtime), or "
+        "GATEWAY_ALLOW_UNAUTHENTICATED=1 to serve without keys "
         "anyway (behind a proxy that authenticates, say)"
     )
