@@ -24,7 +24,6 @@ from gateway.figures.changes import Candidate, amount_changes, fourth_quarters, 
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
 from gateway.figures.index import SourceIndex
-from gateway.figures.ratios import Ratios
 from gateway.figures.sources import Source
 
 MAX_POOL = 80
@@ -44,28 +43,16 @@ class Memo:
     of one sentence often share their pool)."""
 
     candidates: dict[tuple[str, frozenset[int]], list[Candidate]] = field(default_factory=dict)
-    ratios: Ratios = field(default_factory=Ratios)
 
-    def within(
-        self,
-        kind: str,
-        near: list[Source],
-        context: Context,
-        index: SourceIndex,
-        bounds: tuple[float, float],
+    def of(
+        self, kind: str, near: list[Source], context: Context, index: SourceIndex
     ) -> list[Candidate]:
-        """The candidate derivations of `kind` whose absolute value is within `bounds`:
-        ratios looked up for them, the others worked out once per pool."""
         anchors = [s for s in near if s.period is not None]
         pool = _pool(anchors, context, index) if kind in ("%", "x", "points") else anchors
         key = (kind, frozenset(id(s) for s in pool))
         if key not in self.candidates:
             self.candidates[key] = list(_candidates(kind, pool, index))
-        low, high = bounds
-        found = [c for c in self.candidates[key] if low <= abs(c[2]) <= high]
-        if kind in _RATIO_SCALES:
-            found += self.ratios.within(pool, index, _RATIO_SCALES[kind], low, high)
-        return found
+        return self.candidates[key]
 
 
 @dataclass(frozen=True)
@@ -89,7 +76,8 @@ def derive(
     return [
         Derived(_formula(how, inputs), inputs, value)
         for kind, pool in _kinds(figure, near, context)
-        for how, inputs, value in memo.within(kind, pool, context, index, (low, high))
+        for how, inputs, value in memo.of(kind, pool, context, index)
+        if low <= abs(value) <= high
     ]
 
 
@@ -127,13 +115,19 @@ def _candidates(kind: str, pool: list[Source], index: SourceIndex) -> Iterator[C
         return
     if kind == "%":
         yield from _growths(pool, index)
-    if kind in _RATIO_SCALES:
-        return  # ratios: looked up per figure (`Ratios`)
     for a in pool:
-        yield from _sums(a, [b for b in pool if b.period == a.period and b.company == a.company])
+        assert a.period is not None
+        same_period = index.by_period.get((a.company, a.period), [])
+        if kind == "%":
+            yield from _ratios(a, same_period, 100.0)
+        elif kind == "x":
+            yield from _ratios(a, same_period, 1.0)
+        else:
+            yield from _sums(
+                a, [b for b in pool if b.period == a.period and b.company == a.company]
+            )
 
 
-_RATIO_SCALES = {"%": 100.0, "x": 1.0}
 _ACROSS = {
     "points": point_changes,
     "change": lambda pool, _: amount_changes(pool),
@@ -166,6 +160,12 @@ def _compounded(a: Source, b: Source) -> Iterator[Candidate]:
     years = round((a.period.end - b.period.end).days / 365.25)
     if years >= 2 and a.value > 0 and b.value > 0:
         yield f"cagr{years}", (a, b), ((a.value / b.value) ** (1 / years) - 1) * 100
+
+
+def _ratios(a: Source, same_period: list[Source], scale: float) -> Iterator[Candidate]:
+    for b in same_period:
+        if b is not a and b.value and b.unit == a.unit:
+            yield "ratio", (a, b), a.value / b.value * scale
 
 
 def _sums(a: Source, same_period: list[Source]) -> Iterator[Candidate]:

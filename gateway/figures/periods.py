@@ -88,16 +88,10 @@ class Span:
     end: date
     days: int = field(init=False, compare=False)
     """0 for an instant."""
-    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         days = 0 if self.start is None else (self.end - self.start).days
         object.__setattr__(self, "days", days)
-        object.__setattr__(self, "_hash", hash((self.start, self.end)))
-
-    def __hash__(self) -> int:
-        """Worked out once: spans key the index's tables, looked up per fact."""
-        return self._hash
 
     def years(self) -> tuple[int, ...]:
         return (self.end.year,)
