@@ -146,7 +146,7 @@ class SourceIndex:
 
     def _maybe_fact(self, node: dict[str, Any], where: Where) -> bool:
         """Index `node` as an XBRL fact if it is one (a number with its period)."""
-        value = node["value"] if "value" in node else node.get("val")
+        value: Any = node["value"] if "value" in node else node.get("val")
         if "end" not in node or type(value) not in (int, float):
             return False
         period = span(node.get("start"), node["end"])
