@@ -29,6 +29,7 @@ _TEXT_NUMBER = re.compile(
     r"\s?(%|percent|trillion|billion|million|thousand)?",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"\d")
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
@@ -129,24 +130,32 @@ class SourceIndex:
 
     def _walk(self, node: Any, where: Where) -> None:
         if isinstance(node, dict):
-            self._walk_object(node, where)
+            if not self._maybe_fact(node, where):
+                self._walk_object(node, where)
         elif isinstance(node, list):
-            for item in node:
-                self._walk(item, where)
+            fact, walk = self._maybe_fact, self._walk
+            for item in node:  # most often a concept's facts: tried first, no detour
+                if type(item) is not dict or not fact(item, where):
+                    walk(item, where)
         elif isinstance(node, str):
-            if any(c.isdigit() for c in node):
+            if _DIGIT.search(node):
                 self._text(where.tool_use_id, where.tool, node, where.company)
         elif isinstance(node, (int, float)) and not isinstance(node, bool):
             source = Source(where.tool_use_id, where.tool, float(node), company=where.company)
             self.sources.append(source)
 
+    def _maybe_fact(self, node: dict[str, Any], where: Where) -> bool:
+        """Index `node` as an XBRL fact if it is one (a number with its period)."""
+        value: Any = node["value"] if "value" in node else node.get("val")
+        if "end" not in node or type(value) not in (int, float):
+            return False
+        period = span(node.get("start"), node["end"])
+        if period is None:
+            return False
+        self._fact(node, float(value), where, period)
+        return True
+
     def _walk_object(self, node: dict[str, Any], where: Where) -> None:
-        value = node.get("value", node.get("val"))
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and "end" in node:
-            period = span(node.get("start"), node["end"])
-            if period is not None:
-                self._fact(node, float(value), where, period)
-                return
         where = where.inside(node, self)
         for key, value in node.items():
             if key in _SKIP_KEYS:
@@ -188,12 +197,13 @@ class SourceIndex:
 
     def _fact(self, node: dict[str, Any], value: float, where: Where, period: Span) -> None:
         """An XBRL fact: a value with its period (and the values it restated)."""
-        accession = node.get("accession_number") or node.get("accn") or where.accession
+        get = node.get
+        accession = get("accession_number") or get("accn") or where.accession
         company = where.company
-        if node.get("cik") is not None:  # a frame's row: one company each
+        if get("cik") is not None:  # a frame's row: one company each
             company = str(node["cik"]).lstrip("0")
-            self.add_company(company, node.get("entity"), where)
-        form = node.get("form") or where.form
+            self.add_company(company, get("entity"), where)
+        form = get("form") or where.form
         source = Source(
             where.tool_use_id,
             where.tool,
@@ -208,8 +218,12 @@ class SourceIndex:
         self.sources.append(source)
         self.facts[(company, where.concept or "")].append(source)
         self.by_period[(company, period)].append(source)
-        if source.accession:
-            self.identify(source.accession, source)
+        if source.accession and source.accession not in self.identifiers:
+            self.identifiers[source.accession] = source
+        if "originally_reported" in node or "restated_in" in node:
+            self._restated(node, where, period)
+
+    def _restated(self, node: dict[str, Any], where: Where, period: Span) -> None:
         for key in ("originally_reported", "restated_in"):
             sub = node.get(key)
             if isinstance(sub, dict) and isinstance(sub.get("value"), (int, float)):
