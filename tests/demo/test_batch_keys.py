@@ -146,12 +146,17 @@ async def test_revoking_a_key_cancels_its_batches_with_key_revoked(
 async def test_a_revoked_keys_batch_ends_its_unfinished_questions_only(
     make_client: MakeClient, demo_app: tuple[web.Application, str]
 ) -> None:
-    """Question 0 (one turn) ends first; the next round, of the other two, never
-    answers: the key is revoked then, and only they end `KEY_REVOKED`."""
+    """Question 0 (two turns in the demo) ends first; the next round, of the other two
+    (three turns and more), never answers: the key is revoked then, and only they end
+    `KEY_REVOKED`."""
     answer = store(demo_app).process
     client = await make_client()
     key_id, alice = await new_key(client, name="alice")
-    questions = [{"query": QUESTIONS[0], "max_turns": 1}, *QUESTIONS[1:]]
+    questions = [
+        "What is the CIK of Apple?",
+        "What are Apple's risk factors?",
+        "Find Apple's 10-K filings since 2020",
+    ]
     batch_id = await start(client, alice, questions=questions)
     batch = client.app[keys.BATCHES].get(batch_id)
     assert batch is not None
@@ -163,7 +168,7 @@ async def test_a_revoked_keys_batch_ends_its_unfinished_questions_only(
 
     store(demo_app).process = held_once_the_first_is_done
     async with asyncio.timeout(30):
-        while batch.questions[0].phase != "done" or not batch.rounds.in_flight:
+        while batch.questions[0].phase != "done" or not batch.rounds or not batch.rounds.in_flight:
             await asyncio.sleep(0.01)
     outcome = batch.questions[0].outcome
     assert outcome != "KEY_REVOKED" and all(q.phase != "done" for q in batch.questions[1:])
@@ -176,7 +181,7 @@ async def test_a_revoked_keys_batch_ends_its_unfinished_questions_only(
 
 
 async def test_a_batch_is_admitted_as_a_run_is(
-    make_client: MakeClient, demo_app: tuple[web.Application, str], tmp_path: Path
+    make_client: MakeClient, demo_app: tuple[web.Application, str]
 ) -> None:
     client = await make_client()
     _, other = await new_key(client, name="other-models", models=["claude-opus-5"])
@@ -184,19 +189,19 @@ async def test_a_batch_is_admitted_as_a_run_is(
     assert response.status == 403
     error = (await response.json())["error"]
     assert error["code"] == "PERMISSION_ERROR" and error["details"]["reason"] == "model"
-
-    unpriced = await make_client(
-        sdk_model="claude-unpriced-9", gateway_keys_db=str(tmp_path / "2.db")
-    )
-    _, budgeted = await new_key(unpriced, name="budgeted", limits={"daily_usd": 5})
-    response = await unpriced.post("/api/batches", json={"questions": QUESTIONS}, headers=budgeted)
-    assert response.status == 400
-    error = (await response.json())["error"]
-    assert error["details"] == {"reason": "unpriced_model", "model": "claude-unpriced-9"}
-    assert "GATEWAY_PRICES_FILE" in error["message"]
-    _, free = await new_key(unpriced, name="free")  # no budget: an unpriced model runs
     assert api_batches(demo_app) == []  # nothing refused was submitted
-    await start(unpriced, free, questions=QUESTIONS[:1])
+
+    _, thrifty = await new_key(client, name="thrifty", limits={"monthly_usd": 0.000001})
+    spent = await start(client, thrifty, questions=QUESTIONS[:1])
+    await ended(client, spent)
+    await client.app[keys.SPEND].settled()
+    submitted = len(api_batches(demo_app))
+    response = await client.post("/api/batches", json={"questions": QUESTIONS}, headers=thrifty)
+    assert response.status == 429 and "Retry-After" in response.headers
+    assert (await response.json())["error"]["details"]["limit"] == "monthly_usd"
+    run = await client.post("/api/stream", json={"query": "x"}, headers=thrifty)
+    assert run.status == 429  # the same budget refuses its runs
+    assert len(api_batches(demo_app)) == submitted
 
 
 async def test_a_running_batch_holds_one_of_its_keys_concurrent_runs(
