@@ -97,7 +97,7 @@ async def in_round(client: Client, batch_id: str, headers: dict[str, str]) -> No
 
 async def ended(client: Client, batch_id: str) -> Batch:
     """The batch as this worker drives it, once ended (its key may read it no more)."""
-    batch = client.app[keys.BATCHES].get(batch_id)
+    batch: Batch | None = client.app[keys.BATCHES].get(batch_id)
     assert batch is not None
     async with asyncio.timeout(10):
         while not batch.done:
