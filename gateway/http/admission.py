@@ -53,7 +53,7 @@ def install(app: web.Application) -> None:
 
 async def _keys_ctx(app: web.Application) -> AsyncIterator[None]:
     """Every key: the ring's and, with the admin API, the key store's (polled for changes;
-    a revoked key's runs here end with `KEY_REVOKED`). Also the spend ledger."""
+    a revoked key's runs and batches here end with `KEY_REVOKED`). Also the spend ledger."""
     settings = app[keys.SETTINGS]
     store, ledger = keys_and_spend(settings)
     secret = keys_secret(settings.gateway_keys_secret, settings.gateway_admin_key)
