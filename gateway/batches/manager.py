@@ -76,6 +76,7 @@ class BatchManager:
         self._on_batch_end = on_batch_end
         self._batches: dict[str, Batch] = {}
         self._controls: set[asyncio.Task[Any]] = set()
+        self._errors: dict[str, GatewayError] = {}  # batch id: what its questions end with
 
     def get(self, batch_id: str) -> Batch | None:
         self._expire()
@@ -153,6 +154,7 @@ class BatchManager:
         batch.emit("batch_status", state="cancelling", **reason)
         self._write_audit("batch_cancel", batch, **reason)
         if error is not None:
+            self._errors[batch.id] = error
             _fail(batch, error)
         if batch.rounds is not None:
             await batch.rounds.cancel()
@@ -198,14 +200,29 @@ class BatchManager:
                 for question in open_:
                     task = group.create_task(self._run_question(batch, question, configs))
                     question.run.task = task
+                if batch.state == "cancelling":  # cancelled before its questions started
+                    self._cancel_started(batch)
         except asyncio.CancelledError:  # shutdown: the journal keeps the batch for later
+            self._errors.pop(batch.id, None)
             if batch.rounds is not None:
                 await batch.rounds.close()
             batch.log.close()
             raise
         await batch.rounds.close()
+        self._errors.pop(batch.id, None)
         self._finish(batch)
         await self.journal.end(batch)
+
+    def _cancel_started(self, batch: Batch) -> None:
+        """End the questions of a batch cancelled while it began: no round goes out."""
+        error = self._errors.pop(batch.id, None)
+        if error is not None:
+            _fail(batch, error)
+            return
+        assert batch.rounds is not None
+        batch.rounds.stop()
+        for question in batch.questions:
+            question.run.cancel("cancelled")
 
     def _rounds(self, batch: Batch, members: int, recorded: list[RoundRecord]) -> Rounds:
         write = self.journal.round_writer(batch.id, self._count_round)

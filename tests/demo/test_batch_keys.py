@@ -223,3 +223,38 @@ async def test_a_running_batch_holds_one_of_its_keys_concurrent_runs(
     freed = await client.post("/api/stream", json={"query": "x"}, headers=one)
     assert freed.status == 200
     await read_events(freed)
+
+
+@pytest.mark.parametrize("by", ["revocation", "cancel"])
+async def test_a_batch_ended_before_its_first_round_runs_none_of_its_questions(
+    make_client: MakeClient, demo_app: tuple[web.Application, str], by: str
+) -> None:
+    """Revoked (or cancelled) while the batch is still being recorded (its journal's
+    `begin` held back here): its questions start after that, and end at once."""
+    client = await make_client()
+    journal = client.app[keys.BATCHES].journal
+    begin, held = journal.begin, asyncio.Event()
+
+    async def held_begin(record: Any) -> None:
+        await held.wait()
+        await begin(record)
+
+    journal.begin = held_begin
+    key_id, alice = await new_key(client, name="alice")
+    batch_id = await start(client, alice, questions=QUESTIONS)
+    if by == "cancel":
+        response = await client.post(f"/api/batches/{batch_id}/cancel", headers=alice)
+        assert (await response.json())["cancelled"] is True
+    else:
+        await client.delete(f"/api/admin/keys/{key_id}", headers=ADMIN)
+    batch: Batch | None = client.app[keys.BATCHES].get(batch_id)
+    assert batch is not None
+    async with asyncio.timeout(10):
+        while batch.state == "running":
+            await asyncio.sleep(0.01)
+    held.set()
+    await ended(client, batch_id)
+    outcome = "cancelled" if by == "cancel" else "KEY_REVOKED"
+    assert [q.outcome for q in batch.questions] == [outcome] * 3
+    assert batch.outcome == "cancelled"
+    assert api_batches(demo_app) == []  # no round went out
