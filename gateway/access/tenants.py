@@ -6,9 +6,9 @@ secret (GATEWAY_KEYS_SECRET, else derived from GATEWAY_ADMIN_KEY): the store nev
 a secret, and its hashes are worthless without that secret. Each worker keeps the store's
 keys in memory and polls the store's generation every GATEWAY_KEYS_REFRESH_S (0.25 s):
 a change made on any worker is seen everywhere within that, and a key found revoked (or
-gone) is handed to `on_revoked`, which ends its runs in progress. A secret not found is
-looked for again in the store (after a refresh begun since it came, at most one every
-`MISS_RELOAD_S`), so a key made on another worker works at once.
+gone) is handed to `on_revoked`, which ends its runs and batches in progress. A secret
+not found is looked for again in the store (after a refresh begun since it came, at most
+one every `MISS_RELOAD_S`), so a key made on another worker works at once.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ Source = Literal["admin", "env", "file", "open"]
 MISS_RELOAD_S = 0.05
 RECHECK_S = 60.0
 """After a revocation, each poll hands the key to `on_revoked` again for this long: a run
-of it that another worker takes over (its own worker died) is ended too."""
+or batch of it that another worker takes over (its own worker died) is ended too."""
 SECRET_LABEL = b"research-gateway keys secret"
 
 
@@ -165,7 +165,7 @@ class Tenants:
         gone = {k.name for k in self._by_digest.values()} - {k.name for k in by_digest.values()}
         self._by_digest = by_digest
         for name in sorted(gone):
-            log.info("keys: key %s is revoked: its runs in progress end", name)
+            log.info("keys: key %s is revoked: its runs and batches in progress end", name)
             if self.on_revoked is not None:
                 self.on_revoked(name)
 

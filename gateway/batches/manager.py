@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from secrets import token_hex
 from typing import Any, cast
 
@@ -21,6 +21,7 @@ from gateway.batches.journal import Journal, Record
 from gateway.batches.provider import BatchProvider
 from gateway.batches.question import drive
 from gateway.batches.rounds import Rounds
+from gateway.errors import GatewayError
 from gateway.events import Event
 from gateway.ops.audit import AuditLog
 from gateway.ops.metrics import Metrics
@@ -75,6 +76,7 @@ class BatchManager:
         self._on_batch_end = on_batch_end
         self._batches: dict[str, Batch] = {}
         self._controls: set[asyncio.Task[Any]] = set()
+        self._errors: dict[str, GatewayError] = {}  # batch id: what its questions end with
 
     def get(self, batch_id: str) -> Batch | None:
         self._expire()
@@ -128,17 +130,32 @@ class BatchManager:
         self._batches[batch.id] = batch
         batch.task = asyncio.create_task(self._drive(batch, configs, record, rounds))
 
-    async def cancel(self, batch_id: str) -> bool | None:
+    def running_of(self, owner: str) -> list[Batch]:
+        """The batches of key `owner` that this worker drives and that still run."""
+        return [b for b in self._batches.values() if b.owner == owner and b.state == "running"]
+
+    def end_key(self, owner: str, error: GatewayError) -> None:
+        """Key `owner` was revoked: its batches running here are cancelled as `cancel`
+        cancels them, each unfinished question ending with `error` (`KEY_REVOKED`)."""
+        for batch in self.running_of(owner):
+            self._spawn(self.cancel(batch.id, error))
+
+    async def cancel(self, batch_id: str, error: GatewayError | None = None) -> bool | None:
         """Cancel the batch's API batches in flight and its questions: whether it was
-        running, None if unknown."""
+        running, None if unknown. With `error`, each unfinished question ends with that
+        `error` event instead of `cancelled`."""
         batch = self.get(batch_id)
         if batch is None:
             return None
         if batch.state != "running":
             return False
         batch.state = "cancelling"
-        batch.emit("batch_status", state="cancelling")
-        self._write_audit("batch_cancel", batch)
+        reason = {} if error is None else {"error": error.code}
+        batch.emit("batch_status", state="cancelling", **reason)
+        self._write_audit("batch_cancel", batch, **reason)
+        if error is not None:
+            self._errors[batch.id] = error
+            _fail(batch, error)
         if batch.rounds is not None:
             await batch.rounds.cancel()
         for question in batch.questions:
@@ -164,9 +181,12 @@ class BatchManager:
     def on_control(self, kind: str, batch_id: str) -> None:
         """A control message from another worker: `cancel {batch_id}`."""
         if kind == "cancel" and batch_id in self._batches:
-            task = asyncio.create_task(self.cancel(batch_id))
-            self._controls.add(task)
-            task.add_done_callback(self._controls.discard)
+            self._spawn(self.cancel(batch_id))
+
+    def _spawn(self, cancel: Coroutine[Any, Any, bool | None]) -> None:
+        task = asyncio.create_task(cancel)
+        self._controls.add(task)
+        task.add_done_callback(self._controls.discard)
 
     async def _drive(
         self, batch: Batch, configs: list[LoopConfig], record: Record, rounds: list[RoundRecord]
@@ -180,14 +200,29 @@ class BatchManager:
                 for question in open_:
                     task = group.create_task(self._run_question(batch, question, configs))
                     question.run.task = task
+                if batch.state == "cancelling":  # cancelled before its questions started
+                    self._cancel_started(batch)
         except asyncio.CancelledError:  # shutdown: the journal keeps the batch for later
+            self._errors.pop(batch.id, None)
             if batch.rounds is not None:
                 await batch.rounds.close()
             batch.log.close()
             raise
         await batch.rounds.close()
+        self._errors.pop(batch.id, None)
         self._finish(batch)
         await self.journal.end(batch)
+
+    def _cancel_started(self, batch: Batch) -> None:
+        """End the questions of a batch cancelled while it began: no round goes out."""
+        error = self._errors.pop(batch.id, None)
+        if error is not None:
+            _fail(batch, error)
+            return
+        assert batch.rounds is not None
+        batch.rounds.stop()
+        for question in batch.questions:
+            question.run.cancel("cancelled")
 
     def _rounds(self, batch: Batch, members: int, recorded: list[RoundRecord]) -> Rounds:
         write = self.journal.round_writer(batch.id, self._count_round)
@@ -255,6 +290,16 @@ class BatchManager:
             if b.finished_at is not None and b.finished_at < horizon
         ]:
             del self._batches[batch_id]
+
+
+def _fail(batch: Batch, error: GatewayError) -> None:
+    """End the batch's unfinished questions with `error`, before its API batch is
+    cancelled: no round forms of the ones still waiting, and none ends `cancelled` by the
+    API's `canceled` result first."""
+    if batch.rounds is not None:
+        batch.rounds.stop()
+    for question in batch.questions:
+        question.run.fail(error)
 
 
 def _noted(batch: Batch, record: RoundRecord) -> None:

@@ -53,7 +53,7 @@ def install(app: web.Application) -> None:
 
 async def _keys_ctx(app: web.Application) -> AsyncIterator[None]:
     """Every key: the ring's and, with the admin API, the key store's (polled for changes;
-    a revoked key's runs here end with `KEY_REVOKED`). Also the spend ledger."""
+    a revoked key's runs and batches here end with `KEY_REVOKED`). Also the spend ledger."""
     settings = app[keys.SETTINGS]
     store, ledger = keys_and_spend(settings)
     secret = keys_secret(settings.gateway_keys_secret, settings.gateway_admin_key)
@@ -76,9 +76,12 @@ async def _keys_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def end_runs_of(app: web.Application, name: str) -> None:
     """A key was revoked: its runs in progress on this worker end with `KEY_REVOKED`, its
-    MCP sessions here end."""
+    batches running here are cancelled (each unfinished question ending `KEY_REVOKED`),
+    its MCP sessions here end."""
     if SESSIONS in app:
         app[SESSIONS].end_key(name)
+    if keys.BATCHES in app:
+        app[keys.BATCHES].end_key(name, KeyRevoked(name))
     if keys.RUNS in app:
         for run in app[keys.RUNS].active():
             if run.owner == name:
@@ -176,30 +179,31 @@ async def start_run(
     return run
 
 
-async def admit(request: web.Request, model: str | None) -> Admission:
-    """One start for the caller's key, whatever starts (a run, an MCP session or tool
-    call): a model it may run (else 403), priced if a dollar budget applies (else 400),
-    within its budgets and its own limits, else the configured ones (else 429). The
-    caller releases the ticket (`Gate.release`, or `Gate.hold` for a run); the
-    `RateLimit-*` headers go on the response. `model` None: no model is called."""
+async def admit(request: web.Request, model: str | None, *more: str) -> Admission:
+    """One start for the caller's key, whatever starts (a run, a batch, an MCP session or
+    tool call): models it may run (else 403), priced if a dollar budget applies (else
+    400), within its budgets and its own limits, else the configured ones (else 429). The
+    caller releases the ticket (`Gate.release`, or `Gate.hold` for a run or a batch); the
+    `RateLimit-*` headers go on the response. `model` None: no model is called; `more`:
+    a batch's other models, each checked as `model` is."""
     gate = request.app[keys.LIMITS]
-    tenant = await admit_key(request, model)
+    tenant = await admit_key(request, model, *more)
     admission = await gate.admit(request[keys.CALLER], budgets.limits_for(tenant, gate.limits))
     request[keys.LIMIT_HEADERS] = admission.headers
     return admission
 
 
-async def admit_key(request: web.Request, model: str | None) -> Tenant | None:
-    """The caller's key may run `model` (403), priced if a dollar budget applies (400),
-    and has not spent its budgets (429). Its tenant (None: the API is open)."""
+async def admit_key(request: web.Request, model: str | None, *more: str) -> Tenant | None:
+    """The caller's key may run `model` and `more` (403), priced if a dollar budget
+    applies (400), and has not spent its budgets (429). Its tenant (None: the API is open)."""
     app = request.app
     tenant = request.get(keys.TENANT)
     if tenant is None and not app[keys.SETTINGS].gateway_daily_usd_budget:
         return None  # nothing to check: no key of its own, no budget
     owed = budgets.budgets_for(tenant, app[keys.SETTINGS])
-    if model is not None:
-        budgets.check_model(tenant, model)
-        budgets.check_priced(model, owed, app[keys.PRICES])
+    for each in sorted({*more, *([] if model is None else [model])}):
+        budgets.check_model(tenant, each)
+        budgets.check_priced(each, owed, app[keys.PRICES])
     await app[keys.SPEND].admit(request[keys.CALLER], owed)
     return tenant
 

@@ -16,7 +16,6 @@ import orjson
 from aiohttp import web
 
 from gateway import sse
-from gateway.access.budgets import limits_for
 from gateway.batches.api import BatchesAPI
 from gateway.batches.batch import Batch
 from gateway.batches.journal import Journal, MemoryJournal, SharedJournal, Stored
@@ -51,12 +50,10 @@ async def create(request: web.Request) -> web.Response:
     configs = await _configs(request, requests)
     caller = caller_of(request)
     admission.check_capacity(app)
-    for model in sorted({config.plan.model for config in configs}):
-        await admission.admit_key(request, model)  # its models, prices, budgets
+    # A batch is one admission, as a run is (its models, prices, budgets and limits),
+    # held until it ends.
+    admitted = await admission.admit(request, *(config.plan.model for config in configs))
     gate = app[keys.LIMITS]
-    limits = limits_for(request.get(keys.TENANT), gate.limits)
-    admitted = await gate.admit(caller, limits)  # a batch is one admission, held until it ends
-    request[keys.LIMIT_HEADERS] = admitted.headers
     try:
         batch = manager.start(caller, requests, configs, request[keys.REQUEST_ID])
     except BaseException:
