@@ -70,6 +70,9 @@ class Batch:
     stopping: bool = False
     """Stopped here (shutdown, or taken over elsewhere): what its questions end with now
     is not their outcome, and nothing more is journaled."""
+    begun: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the journal has the batch (or failed to take it): from then on every
+    worker can read it."""
 
     @property
     def done(self) -> bool:

@@ -193,7 +193,10 @@ class BatchManager:
     ) -> None:
         open_ = [q for q in batch.questions if q.phase != "done"]
         try:
-            await self.journal.begin(record)  # claimed (or taken over): its writes are fenced
+            try:
+                await self.journal.begin(record)  # claimed (or taken over): writes are fenced
+            finally:
+                batch.begun.set()
             batch.rounds = self._rounds(batch, len(open_), rounds)
             batch.emit("batch_status", state=batch.state, questions=len(batch.questions))
             async with asyncio.TaskGroup() as group:

@@ -8,6 +8,7 @@ With the shared store, a batch driven by another worker is read from its journal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -35,6 +36,9 @@ from gateway.runs.run import Run, RunRequest
 NOT_BY_QUESTION = ("query", "messages", "sessionId")
 """Request fields a batch does not share: a question is its query (or its own body), and
 batch questions do not continue sessions."""
+JOURNALED_WAIT_S = 5.0
+"""How long `create` waits for the journal to take a new batch before answering anyway
+(a store that does not answer: the batch goes on, and its worker answers for it)."""
 
 
 async def create(request: web.Request) -> web.Response:
@@ -60,6 +64,9 @@ async def create(request: web.Request) -> web.Response:
         gate.release(caller, admitted.ticket)
         raise
     gate.hold(batch.id, caller, admitted.ticket)
+    # Answered once the journal has it, so the next request may go to any worker.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(batch.begun.wait(), JOURNALED_WAIT_S)
     body = {"batch_id": batch.id, "state": batch.state, "questions": len(requests)}
     return json_response(body, 202)
 
