@@ -1,0 +1,40 @@
+"""More rounds against the strict fake Message Batches API (the real SDK client and
+`BatchesAPI`, as in `test_batch_rounds.py`): what mutation testing found unpinned there."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.batches.calls import stem
+from tests.fakes.batches import FakeBatches
+from tests.test_batch_rounds import ALICE, Journal, Serve, params, rounds_of, script, text
+from tests.test_batch_rounds import serve as serve  # the fixture
+
+
+async def test_a_batch_cancelled_while_its_create_is_unanswered_is_cancelled_once_found(
+    serve: Serve,
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.stall("create", 3.0, created=True)  # created, but the client gives up after 1 s
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE)
+    call = asyncio.create_task(rounds.call(stem(0, 1), params("q"), ()))
+    async with asyncio.timeout(10):
+        await fake.created.wait()
+    assert rounds.in_flight[0].api_batch_id is None  # nothing to cancel yet
+    await rounds.cancel()
+    assert fake.calls["cancel"] == 0
+    async with asyncio.timeout(10):
+        answer = await call
+    # Found (a look confirms a batch once it has ended), then cancelled: too late here,
+    # and the API refuses; the round says so and its paid result is still used.
+    made = rounds.rounds[0].api_batch_id
+    assert made is not None and fake.calls["create"] == 1 and fake.calls["cancel"] == 1
+    assert fake.cancels == [] and text(answer) == "Answer to: q"
+    assert journal.notes == [
+        f"cancelling it failed (Upstream failed cancelling a Message "
+        f"Batch: Message Batch {made} has already ended and cannot be canceled.)"
+    ]
+    assert journal.written[-1].state == "ended"
+    await rounds.close()
