@@ -7,6 +7,7 @@ import asyncio
 
 from gateway.batches.calls import stem
 from tests.fakes.batches import FakeBatches
+from tests.fakes.current_models import BINDING_BETA, DISPLAY_BETA
 from tests.test_batch_rounds import ALICE, Journal, Serve, params, rounds_of, script, text
 from tests.test_batch_rounds import serve as serve  # the fixture
 
@@ -37,4 +38,19 @@ async def test_a_batch_cancelled_while_its_create_is_unanswered_is_cancelled_onc
         f"Batch: Message Batch {made} has already ended and cannot be canceled.)"
     ]
     assert journal.written[-1].state == "ended"
+    await rounds.close()
+
+
+async def test_a_rounds_create_carries_every_beta_its_calls_need(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE, members=3)
+    answers = await asyncio.gather(
+        rounds.call(stem(0, 1), params("q0"), (DISPLAY_BETA,)),
+        rounds.call(stem(1, 1), params("q1"), (BINDING_BETA, DISPLAY_BETA)),
+        rounds.call(stem(2, 1), params("q2"), ()),
+    )
+    assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1", "Answer to: q2"]
+    [requests] = fake.submitted.values()  # one create: its header applies to every request
+    assert {r.betas for r in requests} == {frozenset({DISPLAY_BETA, BINDING_BETA})}
     await rounds.close()
