@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
+
+import pytest
 
 from gateway.batches.calls import stem
+from gateway.batches.rounds import Rounds
 from tests.fakes.batches import FakeBatches
 from tests.fakes.current_models import BINDING_BETA, DISPLAY_BETA
 from tests.test_batch_rounds import ALICE, Journal, Serve, params, rounds_of, script, text
@@ -53,4 +57,31 @@ async def test_a_rounds_create_carries_every_beta_its_calls_need(serve: Serve) -
     assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1", "Answer to: q2"]
     [requests] = fake.submitted.values()  # one create: its header applies to every request
     assert {r.betas for r in requests} == {frozenset({DISPLAY_BETA, BINDING_BETA})}
+    await rounds.close()
+
+
+@pytest.mark.parametrize(("skew_s", "entries"), [(3.0, 2), (5.0, 1)], ids=["past", "within"])
+async def test_a_create_tried_again_is_journaled_again_past_half_the_skew(
+    serve: Serve, skew_s: float, entries: int
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("create", 529)  # answered: nothing created, tried again after 2 s
+    journal = Journal()
+    rounds = Rounds(api, 1, journal, key=ALICE, skew_s=skew_s)
+
+    async def aging(seconds: float) -> None:
+        """The wait, as the round's journal entry sees it: that much older."""
+        for record in rounds.rounds:
+            if record.state == "submitting":
+                then = datetime.fromisoformat(record.submitted_at) - timedelta(seconds=seconds)
+                record.submitted_at = then.isoformat()
+        await asyncio.sleep(0)
+
+    api.sleep = aging
+    assert text(await rounds.call(stem(0, 1), params("q"), ())) == "Answer to: q"
+    assert fake.calls["create"] == 2 and len(fake.submitted) == 1
+    stamps = [r.submitted_at for r in journal.written if r.state == "submitting"]
+    assert len(stamps) == entries and stamps == sorted(stamps)  # 2 s: over 1.5, under 2.5
+    assert all(datetime.fromisoformat(s).utcoffset() == timedelta(0) for s in stamps)
     await rounds.close()
