@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from gateway.batches.calls import stem
+from gateway.batches.calls import RoundRecord, custom_ids, stem
 from gateway.batches.rounds import Rounds
 from tests.fakes.batches import FakeBatches
 from tests.fakes.current_models import BINDING_BETA, DISPLAY_BETA
@@ -84,4 +84,27 @@ async def test_a_create_tried_again_is_journaled_again_past_half_the_skew(
     stamps = [r.submitted_at for r in journal.written if r.state == "submitting"]
     assert len(stamps) == entries and stamps == sorted(stamps)  # 2 s: over 1.5, under 2.5
     assert all(datetime.fromisoformat(s).utcoffset() == timedelta(0) for s in stamps)
+    await rounds.close()
+
+
+async def test_a_taken_over_round_is_looked_up_and_read_once_for_all_its_questions(
+    serve: Serve,
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    calls = {stem(i, 1): (params(f"q{i}"), ()) for i in range(2)}
+    record = RoundRecord(1, custom_ids(ALICE, calls))  # journaled, its create unanswered
+    made = await api.create(
+        [{"custom_id": c, "params": params(f"q{i}")} for i, c in enumerate(record.custom_ids)],
+        (),
+    )
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE, [record], members=2)
+    answers = await asyncio.gather(
+        *(rounds.call(name, params_, ()) for name, (params_, _) in calls.items())
+    )
+    assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1"]
+    assert fake.calls["list"] == 1 and fake.reads[made] == 2  # the look's read, the round's
+    assert journal.states == ["submitted", "ended"] and fake.calls["create"] == 1
+    assert journal.written[0].api_batch_id == made
     await rounds.close()
