@@ -92,7 +92,8 @@ async def test_a_taken_over_round_is_looked_up_and_read_once_for_all_its_questio
 ) -> None:
     fake = FakeBatches(script)
     api = await serve(fake)
-    calls = {stem(i, 1): (params(f"q{i}"), ()) for i in range(2)}
+    no_betas: tuple[str, ...] = ()
+    calls = {stem(i, 1): (params(f"q{i}"), no_betas) for i in range(2)}
     record = RoundRecord(1, custom_ids(ALICE, calls))  # journaled, its create unanswered
     made = await api.create(
         [{"custom_id": c, "params": params(f"q{i}")} for i, c in enumerate(record.custom_ids)],
