@@ -1,0 +1,111 @@
+"""More rounds against the strict fake Message Batches API (the real SDK client and
+`BatchesAPI`, as in `test_batch_rounds.py`): what mutation testing found unpinned there."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+import pytest
+
+from gateway.batches.calls import RoundRecord, custom_ids, stem
+from gateway.batches.rounds import Rounds
+from tests.fakes.batches import FakeBatches
+from tests.fakes.current_models import BINDING_BETA, DISPLAY_BETA
+from tests.test_batch_rounds import ALICE, Journal, Serve, params, rounds_of, script, text
+from tests.test_batch_rounds import serve as serve  # the fixture
+
+
+async def test_a_batch_cancelled_while_its_create_is_unanswered_is_cancelled_once_found(
+    serve: Serve,
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.stall("create", 3.0, created=True)  # created, but the client gives up after 1 s
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE)
+    call = asyncio.create_task(rounds.call(stem(0, 1), params("q"), ()))
+    async with asyncio.timeout(10):
+        await fake.created.wait()
+    assert rounds.in_flight[0].api_batch_id is None  # nothing to cancel yet
+    await rounds.cancel()
+    assert fake.calls["cancel"] == 0
+    async with asyncio.timeout(10):
+        answer = await call
+    # Found (a look confirms a batch once it has ended), then cancelled: too late here,
+    # and the API refuses; the round says so and its paid result is still used.
+    made = rounds.rounds[0].api_batch_id
+    assert made is not None and fake.calls["create"] == 1 and fake.calls["cancel"] == 1
+    assert fake.cancels == [] and text(answer) == "Answer to: q"
+    assert journal.notes == [
+        f"cancelling it failed (Upstream failed cancelling a Message "
+        f"Batch: Message Batch {made} has already ended and cannot be canceled.)"
+    ]
+    assert journal.written[-1].state == "ended"
+    await rounds.close()
+
+
+async def test_a_rounds_create_carries_every_beta_its_calls_need(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE, members=3)
+    answers = await asyncio.gather(
+        rounds.call(stem(0, 1), params("q0"), (DISPLAY_BETA,)),
+        rounds.call(stem(1, 1), params("q1"), (BINDING_BETA, DISPLAY_BETA)),
+        rounds.call(stem(2, 1), params("q2"), ()),
+    )
+    assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1", "Answer to: q2"]
+    [requests] = fake.submitted.values()  # one create: its header applies to every request
+    assert {r.betas for r in requests} == {frozenset({DISPLAY_BETA, BINDING_BETA})}
+    await rounds.close()
+
+
+@pytest.mark.parametrize(("skew_s", "entries"), [(3.0, 2), (5.0, 1)], ids=["past", "within"])
+async def test_a_create_tried_again_is_journaled_again_past_half_the_skew(
+    serve: Serve, skew_s: float, entries: int
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("create", 529)  # answered: nothing created, tried again after 2 s
+    journal = Journal()
+    rounds = Rounds(api, 1, journal, key=ALICE, skew_s=skew_s)
+
+    async def aging(seconds: float) -> None:
+        """The wait, as the round's journal entry sees it: that much older."""
+        for record in rounds.rounds:
+            if record.state == "submitting":
+                then = datetime.fromisoformat(record.submitted_at) - timedelta(seconds=seconds)
+                record.submitted_at = then.isoformat()
+        await asyncio.sleep(0)
+
+    api.sleep = aging
+    assert text(await rounds.call(stem(0, 1), params("q"), ())) == "Answer to: q"
+    assert fake.calls["create"] == 2 and len(fake.submitted) == 1
+    stamps = [r.submitted_at for r in journal.written if r.state == "submitting"]
+    assert len(stamps) == entries and stamps == sorted(stamps)  # 2 s: over 1.5, under 2.5
+    assert all(datetime.fromisoformat(s).utcoffset() == timedelta(0) for s in stamps)
+    await rounds.close()
+
+
+async def test_a_taken_over_round_is_looked_up_and_read_once_for_all_its_questions(
+    serve: Serve,
+) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    no_betas: tuple[str, ...] = ()
+    calls = {stem(i, 1): (params(f"q{i}"), no_betas) for i in range(2)}
+    record = RoundRecord(1, custom_ids(ALICE, calls))  # journaled, its create unanswered
+    made = await api.create(
+        [{"custom_id": c, "params": params(f"q{i}")} for i, c in enumerate(record.custom_ids)],
+        (),
+    )
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE, [record], members=2)
+    answers = await asyncio.gather(
+        *(rounds.call(name, params_, ()) for name, (params_, _) in calls.items())
+    )
+    assert [text(a) for a in answers] == ["Answer to: q0", "Answer to: q1"]
+    assert fake.calls["list"] == 1 and fake.reads[made] == 2  # the look's read, the round's
+    assert journal.states == ["submitted", "ended"] and fake.calls["create"] == 1
+    assert journal.written[0].api_batch_id == made
+    await rounds.close()
