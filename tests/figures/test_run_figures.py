@@ -16,6 +16,7 @@ from gateway.figures.extract import MAX_FIGURES
 from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
+from gateway.runs.figures import MAX_ANSWER_CHARS
 from gateway.runs.loop import LoopDeps
 from gateway.runs.manager import RunManager
 from gateway.runs.run import Run, RunRequest
@@ -208,9 +209,20 @@ def _raise(*_: Any) -> None:
 
 
 async def test_ten_thousand_figures_over_http(fake: FakeAnthropic, gateway: Client) -> None:
+    """Past `MAX_ANSWER_CHARS` the check is skipped and says so: `final` still comes."""
     text = " ".join(f"${n}.5 million" for n in range(10_000))
     fake.add(Reply([Text(text, chunk=50_000)]))
     events = await stream(gateway, query="many")
+    skipped, final = events[-2], events[-1]
+    assert skipped["type"] == "warning" and skipped["code"] == "figure_check_skipped"
+    assert final["result"] == text and "figures" not in final
+
+
+async def test_the_longest_answer_checked(fake: FakeAnthropic, gateway: Client) -> None:
+    text = " ".join(f"${n}.5 million" for n in range(MAX_ANSWER_CHARS))[:MAX_ANSWER_CHARS]
+    text = text[: text.rindex(" ")]  # whole figures only, within the limit
+    fake.add(Reply([Text(text, chunk=50_000)]))
+    events = await stream(gateway, query="many")
     figures, final = events[-2], events[-1]
-    assert figures["type"] == "figures" and len(figures["figures"]) == MAX_FIGURES
-    assert final["result"] == text and final["figures"]["unsourced"] == MAX_FIGURES
+    assert figures["type"] == "figures" and len(figures["figures"]) > 1_000
+    assert len(figures["figures"]) <= MAX_FIGURES and final["figures"]["unsourced"] > 1_000
