@@ -6,8 +6,10 @@ HTTP/1.1 at all or stop halfway."""
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 
 import pytest
+from yarl import URL
 
 from gateway.providers.http1 import ERROR_BODY_LIMIT, HTTP1Client, ProtocolError
 from tests.test_http1 import SSE, Handler, Server, answer_with, chunked, client, post
@@ -219,3 +221,41 @@ async def test_a_stream_cut_short_is_a_reset_after_what_came() -> None:
         finally:
             await http.close()
     assert received == SSE + SSE[:-3]  # what came of the second event went on as it came
+
+
+async def test_a_request_is_let_go_once_its_answer_begins() -> None:
+    """A stream holds no copy of its request body while the answer streams in: a long
+    answer would otherwise keep it (a stream's largest buffer) for minutes."""
+    release = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).lower()
+        left = int(head.split(b"content-length: ")[1].split(b"\r\n")[0])
+        while left:  # read and drop: this server keeps none of it
+            left -= len(await reader.read(min(left, 1 << 16)))
+        first, rest = chunked(SSE, SSE).split(SSE, 1)
+        writer.write(first + SSE)
+        await release.wait()
+        writer.write(rest)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = URL(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/messages")
+    held: list[int] = []
+
+    def on_body(chunk: bytes) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+        release.set()
+
+    http = client()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        answer = await http.post(url, b"x" * 4_000_000, {"Content-Type": "x"}, on_body)
+    finally:
+        tracemalloc.stop()
+        await http.close()
+        server.close()
+    assert answer is None and held
+    assert held[0] < 1_000_000  # the 4 MB body and the 4 MB request are gone

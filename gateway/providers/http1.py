@@ -112,7 +112,10 @@ class HTTP1Client:
         `Answer` instead. `received`, when given, is filled with the answer's headers
         (lowercase names) as they arrive. Raises `Timeout`, `ConnectionError`
         (`ProtocolError` among them) or `InvalidHeader`."""
-        request = self._request(url, body, headers)
+        # Held only until the answer's first byte (a connection found closed is retried
+        # before that), not for a whole stream: a stream's largest buffer, about 10 KB.
+        outgoing = [self._request(url, body, headers)]
+        del body
         key = (url.scheme, url.host or "", url.port or 0)
         while True:
             conn = self._reused(key)
@@ -120,7 +123,7 @@ class HTTP1Client:
             if conn is None:
                 conn = await self._connect(url)
             try:
-                answer = await conn.exchange(request, on_body, received)
+                answer = await conn.exchange(outgoing, on_body, received)
             except _NothingReceived:
                 if reused:  # the server closed it while idle: a new connection, once
                     continue
@@ -241,6 +244,7 @@ class _Connection(asyncio.Protocol):
         self._answer: Answer | None = None  # an error answer being read
         self._headers: dict[str, str] = {}
         self._received = False
+        self._outgoing: list[bytes] | None = None  # the request, until the first byte
         self._in_head = False  # a tunnel's answer or a response's head is being read
         self._head_read = 0  # bytes read while the head was incomplete
         self._header_bytes = 0  # the status reason's and headers' bytes, 1xx answers' too
@@ -255,8 +259,13 @@ class _Connection(asyncio.Protocol):
     # -- the exchange, from the caller's task
 
     async def exchange(
-        self, request: bytes, on_body: Callable[[bytes], None], received: dict[str, str] | None
+        self,
+        outgoing: list[bytes],
+        on_body: Callable[[bytes], None],
+        received: dict[str, str] | None,
     ) -> Answer | None:
+        """Send `outgoing`'s request; the list is emptied once the answer's first byte
+        arrives, as a request is sent again only when nothing came back."""
         if self.closed:
             raise _NothingReceived
         assert self.transport is not None
@@ -269,10 +278,11 @@ class _Connection(asyncio.Protocol):
         if self._read_timeout is not None:
             self._timer = self._loop.call_later(self._read_timeout, self._check_read)
         try:
-            self.transport.write(request)
+            self.transport.write(outgoing[0])
+            self._outgoing = outgoing
             return await self._done
         finally:
-            self._done = self._on_body = None
+            self._done = self._on_body = self._outgoing = None
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -339,6 +349,8 @@ class _Connection(asyncio.Protocol):
         if self._tunnel is not None:
             self._tunnel_data(data)
             return
+        if not self._received and self._outgoing is not None:
+            self._outgoing.clear()
         self._received = True
         self._last_read = self._loop.time()
         self._head_read += len(data)

@@ -78,14 +78,17 @@ class MessagesHTTP:
             if payloads:
                 on_payloads(payloads)
 
-        data = orjson.dumps(body | {"stream": True})
         received: dict[str, str] = {}  # the answer's headers, for its request-id
         try:
             # a call's own headers (its betas) checked and formatted with it
             headers = (
                 self._headers + header_block(extra_headers) if extra_headers else self._headers
             )
-            answer = await self._http.post(self.url, data, headers, on_body, received)
+            # The body inline, in no local: the client lets go of it at the answer's first
+            # byte instead of holding it (~10 KB) for the whole stream.
+            answer = await self._http.post(
+                self.url, orjson.dumps(body | {"stream": True}), headers, on_body, received
+            )
         except UpstreamFailure as exc:  # the stream's own `error` event
             _with_request_id(exc, received)
             raise
