@@ -70,6 +70,10 @@ class Turn(Protocol):
     """Canonical tool_use blocks, in order."""
     input_errors: dict[str, str]
     """Tool id -> why its input was not a JSON object."""
+    stop_details: dict[str, Any] | None
+    """The Messages API's `stop_details` (a refusal's category), when it sent one."""
+    container_id: str | None
+    """The code execution container the call ran in, for the next call to reuse."""
 
     @property
     def context_tokens(self) -> int:

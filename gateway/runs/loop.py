@@ -128,9 +128,9 @@ class RunState:
             self.texts.append(text)
             self.last_texts = turn.texts
         self.stop_reason = turn.stop_reason
-        self.stop_details = getattr(turn, "stop_details", None)
+        self.stop_details = turn.stop_details
         self.response_model = turn.model or self.response_model
-        self.container = getattr(turn, "container_id", None) or self.container
+        self.container = turn.container_id or self.container
         # The conversation so far, as the model counted it: the next call's input at least.
         self.context_tokens = turn.context_tokens
         for key, value in turn.usage.items():  # the priced extras only when reported

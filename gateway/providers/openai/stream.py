@@ -65,6 +65,8 @@ class ChatTurn:
         self.usage: dict[str, int] = {}
         self.tool_uses: list[dict[str, Any]] = []
         self.input_errors: dict[str, str] = {}
+        self.stop_details: dict[str, Any] | None = None  # Chat Completions has neither
+        self.container_id: str | None = None
         self.texts: list[str] = []
         self._text: list[str] = []
         self._refused = False
