@@ -102,7 +102,10 @@ class Rounds:
 
     async def cancel(self) -> None:
         """Cancel the API batches in flight (their unfinished requests end `canceled`), and
-        any a `create` still on its way makes."""
+        any a `create` still on its way makes. One whose `create` went unanswered is
+        cancelled only once a lookup finds it, which is once it has ended (its results name
+        its requests): by then the API refuses the cancel and its results, paid for, are
+        used."""
         self._cancelled = True
         for record in self.in_flight:
             if record.api_batch_id is not None:
