@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -149,8 +150,9 @@ async def test_a_round_writer_of_a_batch_lost_since_refuses(batches: RedisBatche
     journal = await begun(batches, batch)
     write = journal.round_writer(batch.id, lambda record: None)
     journal.adopt(batch.id, 2)  # lost, then taken back with another token
-    with pytest.raises(JournalLost):
+    with pytest.raises(JournalLost) as caught:
         await write(a_round(1))
+    assert caught.value.args == ("batch_1",)
 
 
 async def test_a_checkpoint_writes_the_state_events_and_progress(
@@ -198,13 +200,14 @@ async def test_the_end_writes_the_summary_after_the_writes_before_it(
     journal = await begun(batches, batch, ttl_s=40)
     batch.questions[0].outcome = "completed"
     journal.checkpoint(batch.id, batch.questions[0])
+    writer = journal._writers[batch.id]
     batch.state, batch.outcome = "ended", "completed"
     await journal.end(batch)
     kept = await fields(store, batches.key("batch_1"))
     summary = {"state": "ended", "outcome": "completed", **batch.totals()}
     assert kept["status"] == b"ended" and orjson.loads(kept["summary"]) == summary
     assert "c0" in await fields(store, batches.key("batch_1") + ":q")
-    assert journal.tokens == {} and journal._writers == {}
+    assert journal.tokens == {} and journal._writers == {} and writer._task.done()
     assert 35 < await store.client.ttl(batches.key("batch_1")) <= 40
     stored = await journal.stored(batch.id)
     assert stored is not None and stored.done and stored.summary == summary
@@ -228,11 +231,37 @@ async def test_release_lets_the_writes_in_then_gives_the_lease_up(
     lease = batches.key("batch_1") + ":lease"
     assert await store.client.exists(lease) == 1
     journal.checkpoint(batch.id, batch.questions[0])
+    writer = journal._writers[batch.id]
     await journal.release(batch.id)
     assert "c0" in await fields(store, batches.key("batch_1") + ":q")
     assert await store.client.exists(lease) == 0
-    assert journal.tokens == {} and journal._writers == {}
+    assert journal.tokens == {} and journal._writers == {} and writer._task.done()
     await journal.release(batch.id)  # again, or never begun: nothing to do
+
+
+async def test_release_waits_five_seconds_at_most_for_the_writes(
+    store: RedisStore, batches: RedisBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = a_batch(1)
+    journal = await begun(batches, batch)
+    asked: list[float | None] = []
+    real_timeout = asyncio.timeout
+
+    def timeout(delay: float | None) -> asyncio.Timeout:
+        asked.append(delay)
+        return real_timeout(0.05)  # the bound as asked, made short
+
+    names = {name: getattr(asyncio, name) for name in dir(asyncio) if not name.startswith("_")}
+    clock = types.SimpleNamespace(**{**names, "timeout": timeout})
+    monkeypatch.setattr(journal_module, "asyncio", clock)
+    never = asyncio.Event()
+    writer = journal._writer(batch.id)
+    writer.put(never.wait)  # the store never answers this write
+    async with real_timeout(5):
+        await journal.release(batch.id)
+    assert asked == [5.0]
+    assert journal.tokens == {} and journal._writers == {} and writer._task.done()
+    assert await store.client.exists(batches.key("batch_1") + ":lease") == 0
 
 
 async def test_release_on_a_failing_store_still_lets_the_batch_go(
@@ -271,6 +300,13 @@ async def test_a_stale_token_is_refused_and_stops_the_batch_here(
     await journal.question_done(batch.id, batch.questions[1])  # no longer its: nothing
     journal.lost(batch.id)  # told again: nothing more
     assert lost == ["batch_1"]
+
+
+async def test_a_batch_lost_before_any_write_needs_nobody_told(batches: RedisBatches) -> None:
+    batch = a_batch(1)
+    journal = await begun(batches, batch)
+    journal.lost(batch.id)  # no `on_lost` set, no writer made yet
+    assert journal.tokens == {} and journal._writers == {}
 
 
 async def test_a_lost_batch_refuses_its_waiting_writes(batches: RedisBatches) -> None:
