@@ -77,8 +77,9 @@ class Writer:
                 self._queue.task_done()
             if not written:
                 self._fail(done)
-                self._lost = True
-                self._on_lost(self._batch_id)
+                if not self._lost:  # refused now, not a write queued behind the refusal
+                    self._lost = True
+                    self._on_lost(self._batch_id)
             elif done is not None and not done.done():
                 done.set_result(None)
 
