@@ -141,12 +141,8 @@ def _growths(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
     for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
-        series = [
-            b
-            for year, annual in near
-            for b in index.series.get((company, concept, year, annual), ())
-            if b.unit == unit
-        ]
+        facts = index.series(company, concept)
+        series = [b for key in near for b in facts.get(key, ()) if b.unit == unit]
         for a, b in permutations(series, 2):
             if b.value and a.period != b.period:
                 yield "growth", (a, b), (a.value - b.value) / abs(b.value) * 100

@@ -88,10 +88,16 @@ class Span:
     end: date
     days: int = field(init=False, compare=False)
     """0 for an instant."""
+    _hash: int = field(init=False, compare=False, repr=False)
+    """Worked out once: an index hashes its periods thousands of times."""
 
     def __post_init__(self) -> None:
         days = 0 if self.start is None else (self.end - self.start).days
         object.__setattr__(self, "days", days)
+        object.__setattr__(self, "_hash", hash((self.start, self.end)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def years(self) -> tuple[int, ...]:
         return (self.end.year,)
@@ -112,15 +118,9 @@ class Span:
         return self.end.isoformat() if self.start is None else f"{self.start}/{self.end}"
 
 
-def span(start: object, end: object) -> Span | None:
-    """A value's period from its `start` and `end` fields (None when they are not dates)."""
-    if not isinstance(end, str) or not (start is None or isinstance(start, str)):
-        return None
-    return _span(start, end)
-
-
 @lru_cache(maxsize=4096)
-def _span(start: str | None, end: str) -> Span | None:
+def span(start: str | None, end: str) -> Span | None:
+    """A value's period from its `start` and `end` fields (None when they are not dates)."""
     try:
         last = date.fromisoformat(end[:10])
         first = date.fromisoformat(start[:10]) if isinstance(start, str) else None
