@@ -172,32 +172,36 @@ _ACROSS = {
 def _growths(pool: list[Source], index: SourceIndex, window: Window) -> Iterator[Candidate]:
     """One concept of one company between a period in play and the same period a year
     before or after (or another period in play)."""
-    low, high = window
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
     for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
         facts = index.series(company, concept)
-        series = [b for key in near for b in facts.get(key, ()) if b.unit == unit]
-        spans = [(b.period.start, b.period.end) for b in series]  # type: ignore[union-attr]
-        for i, a in enumerate(series):  # every (a, b) in the order of permutations(series, 2)
-            for j, b in enumerate(series):
-                if i == j or not b.value or spans[i] == spans[j]:
-                    continue
-                growth = (a.value - b.value) / abs(b.value) * 100
-                if low <= abs(growth) <= high:
-                    yield "growth", (a, b), growth
-                if spans[i][1].year - spans[j][1].year >= 2:
-                    yield from _compounded(a, b, window)
+        yield from _series_growths(
+            [b for key in near for b in facts.get(key, ()) if b.unit == unit], window
+        )
 
 
-def _compounded(a: Source, b: Source, window: Window) -> Iterator[Candidate]:
-    """The yearly rate compounded from `b` to a later `a` two or more years on."""
-    assert a.period is not None and b.period is not None
-    years = round((a.period.end - b.period.end).days / 365.25)
-    if years >= 2 and a.value > 0 and b.value > 0:
-        rate = ((a.value / b.value) ** (1 / years) - 1) * 100
-        if window[0] <= abs(rate) <= window[1]:
-            yield f"cagr{years}", (a, b), rate
+def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]:
+    """The growth from each fact of `series` to each other of another period, and the
+    yearly rate compounded to one two or more years on, in the order of
+    permutations(series, 2): the hottest loop of the check, on plain lists."""
+    low, high = window
+    values = [b.value for b in series]
+    ends = [b.period.end for b in series]  # type: ignore[union-attr]
+    spans = [(b.period.start, b.period.end) for b in series]  # type: ignore[union-attr]
+    for i, a in enumerate(series):
+        a_value, a_span, a_end = values[i], spans[i], ends[i]
+        for j, b_value in enumerate(values):
+            if not b_value or i == j or spans[j] == a_span:
+                continue
+            growth = (a_value - b_value) / abs(b_value) * 100
+            if low <= abs(growth) <= high:
+                yield "growth", (a, series[j]), growth
+            if a_end.year - ends[j].year >= 2 and a_value > 0 and b_value > 0:
+                years = round((a_end - ends[j]).days / 365.25)
+                rate = ((a_value / b_value) ** (1 / years) - 1) * 100 if years >= 2 else 0.0
+                if years >= 2 and low <= abs(rate) <= high:
+                    yield f"cagr{years}", (a, series[j]), rate
 
 
 def _ratios(

@@ -16,12 +16,13 @@ from functools import lru_cache
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = {name: n for n, name in enumerate(_MONTHS.split(), 1)}
 _PERIOD = re.compile(
+    r"(?=[\dQFCJMASOND])\b(?:"  # what each period starts with: most places fail here
     r"\bQ(?P<q>[1-4])\s?(?:FY|CY|fiscal\s)?\s?'?(?P<qy>\d{4}|\d{2})\b"
     r"|\b(?:CY)?(?P<yq>\d{4})\s?Q(?P<q2>[1-4])I?\b"
     r"|\b(?:FY|fiscal(?:\syear)?|CY|calendar(?:\syear)?)\s?'?(?P<fy>\d{4}|\d{2})\b"
     r"|(?P<date>\b(?:19|20)\d{2}-\d{2}-\d{2})\b"
     r"|\b(?P<month>" + "|".join(_MONTH) + r")\s(?P<day>\d{1,2}),\s(?P<my>\d{4})\b"
-    r"|(?<![\w$.,-])(?P<year>(?:19|20)\d{2})(?![\w%.,-]|\.\d)",
+    r"|(?<![\w$.,-])(?P<year>(?:19|20)\d{2})(?![\w%.,-]|\.\d))",
     re.IGNORECASE,
 )
 _FILED = re.compile(r"(?:filed|filing|dated|accepted)\W{0,3}(?:on\s)?$", re.IGNORECASE)
