@@ -31,6 +31,7 @@ from gateway.figures.changes import (
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
 from gateway.figures.index import SourceIndex
+from gateway.figures.periods import Span
 from gateway.figures.sources import Source
 
 MAX_POOL = 80
@@ -47,12 +48,17 @@ class Derived:
 ANY: Window = (0.0, math.inf)
 
 
+_OWN_POOL = ("%", "x", "points")
+"""Kinds whose pool takes in the facts its sentence names: most often one figure's own."""
+
+
 @dataclass
 class Memo:
-    """What one answer's check has worked out: each pool's candidate derivations, once a
-    second figure asks for them (figures of one sentence often share their pool; most
-    pools serve one figure, which looks for its own value only, making no candidate of
-    another value)."""
+    """What one answer's check has worked out: each pool's candidate derivations, sorted
+    by value. An amount's pool is its paragraph's sourced figures, which every amount of
+    the paragraph shares; a ratio's is most often its own, so the first figure asking
+    looks for its own value only (making no candidate of another value), and the pool's
+    candidates are all made only when a second one asks."""
 
     asked: set[tuple[str, frozenset[int]]] = field(default_factory=set)
     candidates: dict[tuple[str, frozenset[int]], Candidates] = field(default_factory=dict)
@@ -63,11 +69,11 @@ class Memo:
         """The candidates of `kind` from the pool `near` starts, whose value is in `window`,
         in the order they are made."""
         anchors = [s for s in near if s.period is not None]
-        pool = _pool(anchors, context, index) if kind in ("%", "x", "points") else anchors
+        pool = _pool(anchors, context, index) if kind in _OWN_POOL else anchors
         key = (kind, frozenset(id(s) for s in pool))
         found = self.candidates.get(key)
         if found is None:
-            if key not in self.asked:
+            if kind in _OWN_POOL and key not in self.asked:
                 self.asked.add(key)
                 return list(_candidates(kind, pool, index, window))
             found = self.candidates[key] = Candidates(list(_candidates(kind, pool, index, ANY)))
@@ -149,17 +155,17 @@ def _candidates(
         return
     if kind == "%":
         yield from _growths(pool, index, window)
+    if kind not in ("%", "x"):  # sums and differences: of the pool's figures of one period
+        stated: dict[tuple[Span | None, str | None], list[Source]] = {}
+        for b in pool:
+            stated.setdefault((b.period, b.company), []).append(b)
+        for a in pool:
+            yield from _sums(a, stated[(a.period, a.company)], window)
+        return
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
-        if kind == "%":
-            yield from _ratios(a, same_period, 100.0, window)
-        elif kind == "x":
-            yield from _ratios(a, same_period, 1.0, window)
-        else:
-            yield from _sums(
-                a, [b for b in pool if b.period == a.period and b.company == a.company], window
-            )
+        yield from _ratios(a, same_period, 100.0 if kind == "%" else 1.0, window)
 
 
 _ACROSS = {
