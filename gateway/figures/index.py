@@ -106,14 +106,11 @@ class SourceIndex:
         return found
 
     def finish(self) -> SourceIndex:
-        sources = self.sources
-        values = [abs(s.value) for s in sources]
-        ordered: tuple[list[int], list[int]] = ([], [])
-        for n in sorted(range(len(sources)), key=values.__getitem__):
-            ordered[sources[n].percent].append(n)
-        amounts, percents = ordered
-        self._sorted = ([sources[n] for n in amounts], [sources[n] for n in percents])
-        self._keys = ([values[n] for n in amounts], [values[n] for n in percents])
+        ordered = sorted(self.sources, key=lambda s: abs(s.value))
+        amounts = [s for s in ordered if not s.percent]
+        percents = [s for s in ordered if s.percent]
+        self._sorted = (amounts, percents)
+        self._keys = ([abs(s.value) for s in amounts], [abs(s.value) for s in percents])
         for key in self.by_period:
             for year in (key[1].end.year, key[1].end.year - 1):
                 self.by_year.setdefault(year, []).append(key)
