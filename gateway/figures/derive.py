@@ -46,6 +46,7 @@ class Derived:
 
 
 ANY: Window = (0.0, math.inf)
+"""Every value but NaN (a ratio of two infinite numbers): nothing to sort it among."""
 
 
 _OWN_POOL = ("%", "x", "points")
