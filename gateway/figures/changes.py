@@ -21,11 +21,13 @@ from gateway.figures.periods import Span
 from gateway.figures.sources import Source
 
 Candidate = tuple[str, tuple[Source, ...], float]
+Window = tuple[float, float]
+"""The absolute values a derivation is looked for within."""
 QUARTER_DAYS = 120
 YEAR_DAYS = 300
 
 
-def amount_changes(pool: list[Source]) -> Iterator[Candidate]:
+def amount_changes(pool: list[Source], window: Window) -> Iterator[Candidate]:
     """One concept of one company from a period of the pool to a later one (a fall is
     stated as a positive amount as often as a negative one)."""
     for a, b in permutations(pool, 2):
@@ -35,11 +37,12 @@ def amount_changes(pool: list[Source]) -> Iterator[Candidate]:
             and a.concept == b.concept
             and a.unit == b.unit
             and a.period.end > b.period.end
+            and window[0] <= abs(a.value - b.value) <= window[1]
         ):
             yield "change", (a, b), a.value - b.value
 
 
-def fourth_quarters(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
+def fourth_quarters(pool: list[Source], index: SourceIndex, window: Window) -> Iterator[Candidate]:
     """A year of the pool less the three quarters before its last one."""
     seen: set[tuple[str | None, str | None, Span]] = set()
     for year in pool:
@@ -50,7 +53,9 @@ def fourth_quarters(pool: list[Source], index: SourceIndex) -> Iterator[Candidat
         seen.add(key)
         quarters = _quarters(year, index.facts.get((year.company, year.concept or ""), []))
         if quarters is not None:
-            yield "q4", (year, *quarters), year.value - sum(q.value for q in quarters)
+            value = year.value - sum(q.value for q in quarters)
+            if window[0] <= abs(value) <= window[1]:
+                yield "q4", (year, *quarters), value
 
 
 def _quarters(year: Source, facts: list[Source]) -> tuple[Source, ...] | None:
@@ -72,7 +77,7 @@ def _quarters(year: Source, facts: list[Source]) -> tuple[Source, ...] | None:
     return tuple(found.values()) if len(found) == 3 else None
 
 
-def point_changes(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
+def point_changes(pool: list[Source], index: SourceIndex, window: Window) -> Iterator[Candidate]:
     """The change, in percentage points, of one ratio (a concept over another of one
     company) between two periods of the same length."""
     ratios: dict[tuple[str | None, str | None, str | None, bool], dict[object, Candidate]] = (
@@ -87,5 +92,8 @@ def point_changes(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]
                 ratios[key].setdefault((a.period, round(ratio, 6)), ("ratio", (a, b), ratio))
     for same in ratios.values():
         for (_, later, x), (_, earlier, y) in permutations(same.values(), 2):
-            if later[0].period.end > earlier[0].period.end:  # type: ignore[union-attr]
+            if (
+                later[0].period.end > earlier[0].period.end  # type: ignore[union-attr]
+                and window[0] <= abs(x - y) <= window[1]
+            ):
                 yield "points", (*later, *earlier), x - y

@@ -144,24 +144,20 @@ def _anchors(candidates: list[Source]) -> list[Source]:
 
 def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
     assert isinstance(figure.value, float)
-    percent = figure.unit == "%"
+    unit = figure.unit
+    percent = unit == "%"
     found: list[Source] = []
     for value in (figure.value, *figure.alternatives):
         target = abs(value)
         slack = figure.tolerance * 1.0001 + target * 1e-9
         within = index.between(target - slack, target + slack, percent)
-        found += within if percent else [s for s in within if _unit_fits(figure.unit, s.unit)]
+        if unit in ("%", "x", "number"):  # any source's unit fits
+            found += within
+        elif unit == "shares":  # no amount of money
+            found += [s for s in within if s.unit is None or "USD" not in s.unit]
+        else:  # an amount of money: no share count
+            found += [s for s in within if s.unit != "shares"]
     return found
-
-
-def _unit_fits(unit: str, source_unit: str | None) -> bool:
-    if source_unit is None:
-        return True
-    if unit == "shares":
-        return "USD" not in source_unit
-    if unit not in ("%", "x", "number"):  # an amount of money
-        return source_unit != "shares"
-    return True
 
 
 def _best(sources: list[Source], words: frozenset[str] = frozenset()) -> list[Source]:

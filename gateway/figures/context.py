@@ -40,12 +40,21 @@ class Contexts:
         self._periods = [period for _, period in found]
         self._cache: dict[int, _Read] = {}
         """Sentence n at n, paragraph n at -1 - n."""
+        self._stated: dict[tuple[int, int], Stated] = {}
+        """What (sentence, paragraph) states."""
 
     def at(self, offset: int) -> Stated:
-        sentence = self._sentence(bisect_right(self._sentences, offset) - 1)
-        paragraph = self._paragraph(bisect_right(self._paragraphs, offset) - 1)
-        periods = sentence.periods or paragraph.periods or self._question
-        return Stated(periods, sentence.companies or paragraph.companies, sentence.words)
+        where = (
+            bisect_right(self._sentences, offset) - 1,
+            bisect_right(self._paragraphs, offset) - 1,
+        )
+        found = self._stated.get(where)
+        if found is None:  # the figures of a sentence share it
+            sentence, paragraph = self._sentence(where[0]), self._paragraph(where[1])
+            periods = sentence.periods or paragraph.periods or self._question
+            found = Stated(periods, sentence.companies or paragraph.companies, sentence.words)
+            self._stated[where] = found
+        return found
 
     def paragraph(self, offset: int) -> int:
         """Which paragraph `offset` is in."""

@@ -15,15 +15,23 @@ is only ever such a change, and a percentage never one.
 
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import permutations
 
-from gateway.figures.changes import Candidate, amount_changes, fourth_quarters, point_changes
+from gateway.figures.changes import (
+    Candidate,
+    Window,
+    amount_changes,
+    fourth_quarters,
+    point_changes,
+)
 from gateway.figures.context import Stated as Context
 from gateway.figures.extract import Stated
 from gateway.figures.index import SourceIndex
+from gateway.figures.periods import Span
 from gateway.figures.sources import Source
 
 MAX_POOL = 80
@@ -37,22 +45,54 @@ class Derived:
     value: float
 
 
+ANY: Window = (0.0, math.inf)
+"""Every value but NaN (a ratio of two infinite numbers): nothing to sort it among."""
+
+
+_OWN_POOL = ("%", "x", "points")
+"""Kinds whose pool takes in the facts its sentence names: most often one figure's own."""
+
+
 @dataclass
 class Memo:
-    """What one answer's check has worked out: each pool's candidate derivations (figures
-    of one sentence often share their pool)."""
+    """What one answer's check has worked out: each pool's candidate derivations, sorted
+    by value. An amount's pool is its paragraph's sourced figures, which every amount of
+    the paragraph shares; a ratio's is most often its own, so the first figure asking
+    looks for its own value only (making no candidate of another value), and the pool's
+    candidates are all made only when a second one asks."""
 
-    candidates: dict[tuple[str, frozenset[int]], list[Candidate]] = field(default_factory=dict)
+    asked: set[tuple[str, frozenset[int]]] = field(default_factory=set)
+    candidates: dict[tuple[str, frozenset[int]], Candidates] = field(default_factory=dict)
 
     def of(
-        self, kind: str, near: list[Source], context: Context, index: SourceIndex
+        self, kind: str, near: list[Source], context: Context, index: SourceIndex, window: Window
     ) -> list[Candidate]:
+        """The candidates of `kind` from the pool `near` starts, whose value is in `window`,
+        in the order they are made."""
         anchors = [s for s in near if s.period is not None]
-        pool = _pool(anchors, context, index) if kind in ("%", "x", "points") else anchors
+        pool = _pool(anchors, context, index) if kind in _OWN_POOL else anchors
         key = (kind, frozenset(id(s) for s in pool))
-        if key not in self.candidates:
-            self.candidates[key] = list(_candidates(kind, pool, index))
-        return self.candidates[key]
+        found = self.candidates.get(key)
+        if found is None:
+            if kind in _OWN_POOL and key not in self.asked:
+                self.asked.add(key)
+                return list(_candidates(kind, pool, index, window))
+            found = self.candidates[key] = Candidates(list(_candidates(kind, pool, index, ANY)))
+        return found.within(window)
+
+
+class Candidates:
+    """Candidate derivations by absolute value, each found with two bisections."""
+
+    def __init__(self, made: list[Candidate]) -> None:
+        self._made = made
+        self._order = sorted(range(len(made)), key=lambda n: abs(made[n][2]))
+        self._keys = [abs(made[n][2]) for n in self._order]
+
+    def within(self, window: Window) -> list[Candidate]:
+        low, high = window
+        found = self._order[bisect_left(self._keys, low) : bisect_right(self._keys, high)]
+        return [self._made[n] for n in sorted(found)]
 
 
 @dataclass(frozen=True)
@@ -76,8 +116,7 @@ def derive(
     return [
         Derived(_formula(how, inputs), inputs, value)
         for kind, pool in _kinds(figure, near, context)
-        for how, inputs, value in memo.of(kind, pool, context, index)
-        if low <= abs(value) <= high
+        for how, inputs, value in memo.of(kind, pool, context, index, (low, high))
     ]
 
 
@@ -109,70 +148,88 @@ def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[S
     return list(pool.values())[:MAX_POOL]
 
 
-def _candidates(kind: str, pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
+def _candidates(
+    kind: str, pool: list[Source], index: SourceIndex, window: Window
+) -> Iterator[Candidate]:
     if kind in _ACROSS:
-        yield from _ACROSS[kind](pool, index)
+        yield from _ACROSS[kind](pool, index, window)
         return
     if kind == "%":
-        yield from _growths(pool, index)
+        yield from _growths(pool, index, window)
+    if kind not in ("%", "x"):  # sums and differences: of the pool's figures of one period
+        stated: dict[tuple[Span | None, str | None], list[Source]] = {}
+        for b in pool:
+            stated.setdefault((b.period, b.company), []).append(b)
+        for a in pool:
+            yield from _sums(a, stated[(a.period, a.company)], window)
+        return
     for a in pool:
         assert a.period is not None
         same_period = index.by_period.get((a.company, a.period), [])
-        if kind == "%":
-            yield from _ratios(a, same_period, 100.0)
-        elif kind == "x":
-            yield from _ratios(a, same_period, 1.0)
-        else:
-            yield from _sums(
-                a, [b for b in pool if b.period == a.period and b.company == a.company]
-            )
+        yield from _ratios(a, same_period, 100.0 if kind == "%" else 1.0, window)
 
 
 _ACROSS = {
     "points": point_changes,
-    "change": lambda pool, _: amount_changes(pool),
+    "change": lambda pool, _, window: amount_changes(pool, window),
     "q4": fourth_quarters,
 }
 
 
-def _growths(pool: list[Source], index: SourceIndex) -> Iterator[Candidate]:
+def _growths(pool: list[Source], index: SourceIndex, window: Window) -> Iterator[Candidate]:
     """One concept of one company between a period in play and the same period a year
     before or after (or another period in play)."""
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
     for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
-        series = [
-            b
-            for year, annual in near
-            for b in index.series.get((company, concept, year, annual), ())
-            if b.unit == unit
-        ]
-        for a, b in permutations(series, 2):
-            if b.value and a.period != b.period:
-                yield "growth", (a, b), (a.value - b.value) / abs(b.value) * 100
-                if a.period.end.year - b.period.end.year >= 2:  # type: ignore[union-attr]
-                    yield from _compounded(a, b)
+        facts = index.series(company, concept)
+        yield from _series_growths(
+            [b for key in near for b in facts.get(key, ()) if b.unit == unit], window
+        )
 
 
-def _compounded(a: Source, b: Source) -> Iterator[Candidate]:
-    """The yearly rate compounded from `b` to a later `a` two or more years on."""
-    assert a.period is not None and b.period is not None
-    years = round((a.period.end - b.period.end).days / 365.25)
-    if years >= 2 and a.value > 0 and b.value > 0:
-        yield f"cagr{years}", (a, b), ((a.value / b.value) ** (1 / years) - 1) * 100
+def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]:
+    """The growth from each fact of `series` to each other of another period, and the
+    yearly rate compounded to one two or more years on, in the order of
+    permutations(series, 2): the hottest loop of the check, on plain lists."""
+    low, high = window
+    values = [b.value for b in series]
+    ends = [b.period.end for b in series]  # type: ignore[union-attr]
+    spans = [(b.period.start, b.period.end) for b in series]  # type: ignore[union-attr]
+    for i, a in enumerate(series):
+        a_value, a_span, a_end = values[i], spans[i], ends[i]
+        for j, b_value in enumerate(values):
+            if not b_value or i == j or spans[j] == a_span:
+                continue
+            growth = (a_value - b_value) / abs(b_value) * 100
+            if low <= abs(growth) <= high:
+                yield "growth", (a, series[j]), growth
+            if a_end.year - ends[j].year >= 2 and a_value > 0 and b_value > 0:
+                years = round((a_end - ends[j]).days / 365.25)
+                rate = ((a_value / b_value) ** (1 / years) - 1) * 100 if years >= 2 else 0.0
+                if years >= 2 and low <= abs(rate) <= high:
+                    yield f"cagr{years}", (a, series[j]), rate
 
 
-def _ratios(a: Source, same_period: list[Source], scale: float) -> Iterator[Candidate]:
+def _ratios(
+    a: Source, same_period: list[Source], scale: float, window: Window
+) -> Iterator[Candidate]:
+    low, high = window
     for b in same_period:
         if b is not a and b.value and b.unit == a.unit:
-            yield "ratio", (a, b), a.value / b.value * scale
+            ratio = a.value / b.value * scale
+            if low <= abs(ratio) <= high:
+                yield "ratio", (a, b), ratio
 
 
-def _sums(a: Source, same_period: list[Source]) -> Iterator[Candidate]:
+def _sums(a: Source, same_period: list[Source], window: Window) -> Iterator[Candidate]:
+    low, high = window
     for b in same_period:
         if b is not a and b.unit == a.unit and b.concept != a.concept:
-            yield "difference", (a, b), a.value - b.value
-            yield "sum", (a, b), a.value + b.value
+            if low <= abs(a.value - b.value) <= high:
+                yield "difference", (a, b), a.value - b.value
+            if low <= abs(a.value + b.value) <= high:
+                yield "sum", (a, b), a.value + b.value
 
 
 def _formula(kind: str, inputs: tuple[Source, ...]) -> str:

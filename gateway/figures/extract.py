@@ -32,15 +32,17 @@ its count)."""
 _LINKS = re.compile(r"https?://[^\s)\]>]+|\]\([^)\s]*\)")
 """Links and markdown link targets: their digits are addresses, not figures."""
 _MASKS = re.compile(
+    r"(?=[\dSDFCQHINRP])(?:"  # what each mask starts with: most places fail here
     r"\b(?:10-K|10-Q|8-K|20-F|40-F|6-K|S-1|S-3|S-4|DEF 14A|13F-HR)(?:/A)?\b"
     r"|\b(?:19|20)\d{2}-\d{2}-\d{2}\b"  # dates
     r"|\b(?:FY|CY|Q[1-4]|H[12])\s?'?\d{2,4}(?:Q[1-4]I?)?\b"  # period names
-    r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*",
+    r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*)",
     re.IGNORECASE,
 )
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _NUMBER = re.compile(
+    r"(?=[-−–+$U€£\d])"  # what a figure starts with: most places fail here
     r"(?<![\w.,/+-])(?P<neg>[-−–+]\s?)?(?:(?P<cur>US\$|\$|USD\s?|€|£)\s?)?(?P<neg2>[-−–])?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?![\d,]\d)|\d{1,3}(?:,\d{1,3})+)(?![\d,]\d)"
     r"(?:\s?(?P<scale>trillion|billion|million|thousand|bn|mn|mm|tn|[kKmMbBT])(?![A-Za-z]))?"

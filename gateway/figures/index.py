@@ -33,6 +33,7 @@ _DIGIT = re.compile(r"\d")
 _ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
 _CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _IN_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
+_NOT_IN_NAMES = re.compile(r"[^\w\s&-]")
 _WORD_SCALE = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3}
 _SKIP_KEYS = frozenset(
     {
@@ -76,17 +77,33 @@ class SourceIndex:
     by_year: dict[int, list[tuple[str | None, Span]]] = field(default_factory=dict)
     """Year a period ends in -> the (company, period) keys of `by_period` (and the year
     after, for quarters named by fiscal years)."""
-    series: dict[tuple[str | None, str, int, bool], list[Source]] = field(default_factory=dict)
-    """(company, concept, year the period ends in, longer than 300 days) -> its facts."""
     _keys: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     """Absolute values, sorted: of amounts and other numbers; of percentages."""
     _sorted: tuple[list[Source], list[Source]] = field(default_factory=lambda: ([], []))
     _text_chars: int = 0
+    _series: dict[tuple[str | None, str], dict[tuple[int, bool], list[Source]]] = field(
+        default_factory=dict
+    )
+    _read: dict[str, _Read] = field(default_factory=dict)
+    """Each text read so far, by its text."""
+    _companies: set[tuple[str, str]] = field(default_factory=set)
+    """(CIK, name) pairs whose aliases are taken."""
 
     def between(self, low: float, high: float, percent: bool = False) -> list[Source]:
         """Sources whose absolute value is in [low, high]: percentages, or the others."""
         keys, found = self._keys[percent], self._sorted[percent]
         return found[bisect_left(keys, low) : bisect_right(keys, high)]
+
+    def series(self, company: str | None, concept: str) -> dict[tuple[int, bool], list[Source]]:
+        """A concept's facts of one company by (year the period ends in, longer than 300
+        days), for growth rates: worked out when first asked (few concepts are)."""
+        found = self._series.get((company, concept))
+        if found is None:
+            found = self._series[(company, concept)] = {}
+            for fact in self.facts.get((company, concept), ()):
+                assert fact.period is not None
+                found.setdefault((fact.period.end.year, fact.period.days > 300), []).append(fact)
+        return found
 
     def finish(self) -> SourceIndex:
         ordered = sorted(self.sources, key=lambda s: abs(s.value))
@@ -97,11 +114,6 @@ class SourceIndex:
         for key in self.by_period:
             for year in (key[1].end.year, key[1].end.year - 1):
                 self.by_year.setdefault(year, []).append(key)
-        for (company, concept), facts in self.facts.items():
-            for fact in facts:
-                assert fact.period is not None
-                where = (company, concept, fact.period.end.year, fact.period.days > 300)
-                self.series.setdefault(where, []).append(fact)
         return self
 
     def add_result(self, tool_use_id: str, tool: str, tool_input: Any, content: str) -> None:
@@ -129,30 +141,31 @@ class SourceIndex:
             self.aliases.setdefault(asked.lower(), companies.pop())
 
     def _walk(self, node: Any, where: Where) -> None:
-        if isinstance(node, dict):
+        kind = type(node)  # orjson's output: exact types, no subclasses
+        if kind is dict:
             if not self._maybe_fact(node, where):
                 self._walk_object(node, where)
-        elif isinstance(node, list):
-            fact, walk = self._maybe_fact, self._walk
+        elif kind is list:
+            fact, walk = self._fact, self._walk
             for item in node:  # most often a concept's facts: tried first, no detour
-                if type(item) is not dict or not fact(item, where):
+                found = _fact_period(item) if type(item) is dict else None
+                if found is None:
                     walk(item, where)
-        elif isinstance(node, str):
+                else:
+                    fact(item, found[0], where, found[1])
+        elif kind is str:
             if _DIGIT.search(node):
                 self._text(where.tool_use_id, where.tool, node, where.company)
-        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        elif kind is int or kind is float:
             source = Source(where.tool_use_id, where.tool, float(node), company=where.company)
             self.sources.append(source)
 
     def _maybe_fact(self, node: dict[str, Any], where: Where) -> bool:
         """Index `node` as an XBRL fact if it is one (a number with its period)."""
-        value: Any = node["value"] if "value" in node else node.get("val")
-        if "end" not in node or type(value) not in (int, float):
+        found = _fact_period(node)
+        if found is None:
             return False
-        period = span(node.get("start"), node["end"])
-        if period is None:
-            return False
-        self._fact(node, float(value), where, period)
+        self._fact(node, found[0], where, found[1])
         return True
 
     def _walk_object(self, node: dict[str, Any], where: Where) -> None:
@@ -170,26 +183,17 @@ class SourceIndex:
         if self._text_chars >= MAX_TEXT_CHARS:
             return
         text = text[: MAX_TEXT_CHARS - self._text_chars]
-        if "-" in text:
-            for accession in _ACCESSION.findall(text):
-                self.identify(accession, Source(tool_use_id, tool, 0.0, accession=accession))
-        if "CIK" in text or "cik" in text:
-            for cik in _CIK.findall(text):
-                self.identify(cik.lstrip("0") or "0", Source(tool_use_id, tool, 0.0, company=cik))
         self._text_chars += len(text)
-        note = _IN_SCALE.search(text)
-        table = _WORD_SCALE[note.group(1).lower().rstrip("s")] if note else 0.0
+        read = self._read.get(text)
+        if read is None:  # results repeat their boilerplate ("10-K, 10-Q"): read once a run
+            read = self._read[text] = _Read.of(text)
+        for accession in read.accessions:
+            self.identify(accession, Source(tool_use_id, tool, 0.0, accession=accession))
+        for cik in read.ciks:
+            self.identify(cik.lstrip("0") or "0", Source(tool_use_id, tool, 0.0, company=cik))
         add = self.sources.append
-        for number, word in _TEXT_NUMBER.findall(text):
-            value = float(number.replace(",", ""))
-            if word[:1] == "%" or word.lower() == "percent":
-                add(Source(tool_use_id, tool, value, company=company, percent=True))
-                continue
-            add(Source(tool_use_id, tool, value, company=company))
-            if word:
-                add(Source(tool_use_id, tool, value * _WORD_SCALE[word.lower()], company=company))
-            elif table and len(number) >= 3:
-                add(Source(tool_use_id, tool, value * table, company=company))
+        for value, percent in read.numbers:
+            add(Source(tool_use_id, tool, value, company=company, percent=percent))
 
     def identify(self, identifier: str, source: Source) -> None:
         if identifier not in self.identifiers:
@@ -230,15 +234,59 @@ class SourceIndex:
                 self._fact(sub, float(sub["value"]), where, period)
 
     def add_company(self, cik: str, name: object, where: Where | None = None) -> None:
-        if where is not None:
-            self.identify(cik, Source(where.tool_use_id, where.tool, 0.0, company=cik))
-        if not isinstance(name, str) or not name:
+        if where is not None and cik not in self.identifiers:
+            self.identifiers[cik] = Source(where.tool_use_id, where.tool, 0.0, company=cik)
+        if not isinstance(name, str) or not name or (cik, name) in self._companies:
             return
-        clean = re.sub(r"[^\w\s&-]", "", name).lower()
+        self._companies.add((cik, name))
+        clean = _NOT_IN_NAMES.sub("", name).lower()
         self.aliases.setdefault(clean, cik)
         words = clean.split()
         if words and len(words[0]) >= 3 and words[0] not in _GENERIC:
             self.aliases.setdefault(words[0], cik)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What a text says: the accession numbers and CIKs it names, and its numbers as
+    (value, percent), each scaled by the word after it or the text's "(in millions)" too."""
+
+    accessions: list[str]
+    ciks: list[str]
+    numbers: list[tuple[float, bool]]
+
+    @classmethod
+    def of(cls, text: str) -> _Read:
+        accessions = _ACCESSION.findall(text) if "-" in text else []
+        ciks = _CIK.findall(text) if "CIK" in text or "cik" in text else []
+        note = _IN_SCALE.search(text)
+        table = _WORD_SCALE[note.group(1).lower().rstrip("s")] if note else 0.0
+        numbers: list[tuple[float, bool]] = []
+        add = numbers.append
+        for number, word in _TEXT_NUMBER.findall(text):
+            value = float(number.replace(",", ""))
+            if word[:1] == "%" or word.lower() == "percent":
+                add((value, True))
+                continue
+            add((value, False))
+            if word:
+                add((value * _WORD_SCALE[word.lower()], False))
+            elif table and len(number) >= 3:
+                add((value * table, False))
+        return cls(accessions, ciks, numbers)
+
+
+def _fact_period(node: dict[str, Any]) -> tuple[float, Span] | None:
+    """An XBRL fact's value and period, if `node` is one (a number with its period)."""
+    value: Any = node["value"] if "value" in node else node.get("val")
+    kind = type(value)
+    if kind is not int and kind is not float:
+        return None
+    end, start = node.get("end"), node.get("start")
+    if type(end) is not str or not (start is None or type(start) is str):
+        return None
+    period = span(start, end)
+    return None if period is None else (float(value), period)
 
 
 def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:

@@ -16,12 +16,13 @@ from functools import lru_cache
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = {name: n for n, name in enumerate(_MONTHS.split(), 1)}
 _PERIOD = re.compile(
+    r"(?=[\dQFCJMASOND])\b(?:"  # what each period starts with: most places fail here
     r"\bQ(?P<q>[1-4])\s?(?:FY|CY|fiscal\s)?\s?'?(?P<qy>\d{4}|\d{2})\b"
     r"|\b(?:CY)?(?P<yq>\d{4})\s?Q(?P<q2>[1-4])I?\b"
     r"|\b(?:FY|fiscal(?:\syear)?|CY|calendar(?:\syear)?)\s?'?(?P<fy>\d{4}|\d{2})\b"
     r"|(?P<date>\b(?:19|20)\d{2}-\d{2}-\d{2})\b"
     r"|\b(?P<month>" + "|".join(_MONTH) + r")\s(?P<day>\d{1,2}),\s(?P<my>\d{4})\b"
-    r"|(?<![\w$.,-])(?P<year>(?:19|20)\d{2})(?![\w%.,-]|\.\d)",
+    r"|(?<![\w$.,-])(?P<year>(?:19|20)\d{2})(?![\w%.,-]|\.\d))",
     re.IGNORECASE,
 )
 _FILED = re.compile(r"(?:filed|filing|dated|accepted)\W{0,3}(?:on\s)?$", re.IGNORECASE)
@@ -88,10 +89,16 @@ class Span:
     end: date
     days: int = field(init=False, compare=False)
     """0 for an instant."""
+    _hash: int = field(init=False, compare=False, repr=False)
+    """Worked out once: an index hashes its periods thousands of times."""
 
     def __post_init__(self) -> None:
         days = 0 if self.start is None else (self.end - self.start).days
         object.__setattr__(self, "days", days)
+        object.__setattr__(self, "_hash", hash((self.start, self.end)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def years(self) -> tuple[int, ...]:
         return (self.end.year,)
@@ -112,15 +119,9 @@ class Span:
         return self.end.isoformat() if self.start is None else f"{self.start}/{self.end}"
 
 
-def span(start: object, end: object) -> Span | None:
-    """A value's period from its `start` and `end` fields (None when they are not dates)."""
-    if not isinstance(end, str) or not (start is None or isinstance(start, str)):
-        return None
-    return _span(start, end)
-
-
 @lru_cache(maxsize=4096)
-def _span(start: str | None, end: str) -> Span | None:
+def span(start: str | None, end: str) -> Span | None:
+    """A value's period from its `start` and `end` fields (None when they are not dates)."""
     try:
         last = date.fromisoformat(end[:10])
         first = date.fromisoformat(start[:10]) if isinstance(start, str) else None

@@ -61,6 +61,14 @@ class Where:
 
 
 def _replace(where: Where, **changes: Any) -> Where:
-    values = {name: getattr(where, name) for name in Where.__dataclass_fields__}
-    values.update(changes)
-    return Where(**values)
+    """`where` with some of what the objects say changed (never the tool call)."""
+    get = changes.get
+    return Where(
+        where.tool_use_id,
+        where.tool,
+        get("concept", where.concept),
+        get("unit", where.unit),
+        get("company", where.company),
+        get("form", where.form),
+        get("accession", where.accession),
+    )
