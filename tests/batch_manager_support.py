@@ -27,7 +27,7 @@ from gateway.runs.run import Run, RunRequest
 from gateway.runs.tools import StaticToolset
 from gateway.sse import parse_frames
 from tests.conftest import settings_for
-from tests.fakes.batches import FakeBatches
+from tests.fakes.batches import FakeBatches, Script
 from tests.test_batches_faults import script
 from tools.registry import ToolRegistry
 
@@ -113,9 +113,10 @@ async def make_harness(
 
     async def make(
         *, ttl_s: float = 3600.0, journal: Journal | None = None, model: str = MODEL,
-        settings: dict[str, Any] | None = None, **knobs: Any,
+        settings: dict[str, Any] | None = None, max_events: int = 1000,
+        answers: Script = script, **knobs: Any,
     ) -> Harness:  # fmt: skip
-        fake = FakeBatches(script, **knobs)
+        fake = FakeBatches(answers, **knobs)
         upstream = await aiohttp_server(fake.app())
         overrides = {"gateway_batch_poll_s": 0.02, **(settings or {})}
         toolset = StaticToolset(registry, backends={"test": "local"})
@@ -124,7 +125,7 @@ async def make_harness(
         app_manager = client.app[keys.BATCHES]
         metrics = Metrics(CollectorRegistry())
         options = BatchOptions(
-            poll_s=0.02, ttl_s=ttl_s, max_events=1000, upstream="anthropic", model=model,
+            poll_s=0.02, ttl_s=ttl_s, max_events=max_events, upstream="anthropic", model=model,
             clock_skew_s=7.0,
         )  # fmt: skip
         audit = Audit()

@@ -15,6 +15,7 @@ from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import KeptJournal
 from gateway.batches.manager import BATCH_CALL_DEADLINE_S, NO_RETRY
 from gateway.errors import GatewayError
+from gateway.http import keys
 from tests.batch_manager_support import (
     MODEL,
     MakeHarness,
@@ -75,6 +76,8 @@ async def test_a_batch_answers_each_question_and_says_so(make_harness: MakeHarne
     key = batch.id.removeprefix("batch_")
     assert all(re.fullmatch(rf"q\d-t\d-{key}[0-9a-f]{{12}}", cid) for cid in h.fake.received)
     assert h.metric("sdk_batch_rounds_total") == 2
+    app_metrics = h.client.app[keys.METRICS].registry  # the questions' runs, as batch runs
+    assert app_metrics.get_sample_value("sdk_runs_started_total", {"endpoint": "batch"}) == 3
     assert h.metric("sdk_batches_total", outcome="completed") == 1
     assert h.metric("sdk_batches_total", outcome="cancelled") == 0
 
@@ -104,6 +107,17 @@ async def test_a_priced_batch_counts_what_it_saved(make_harness: MakeHarness) ->
     assert h.metric("claude_batch_saved_usd_total", model="claude-haiku-4-5", key="bob") == (saved)
     assert h.audit.of("batch_end")[0]["saved_usd"] == saved
     assert h.audit.of("batch_end")[0]["cost_usd"] == cost > 0
+    costs = sorted(cost for _, _, cost in h.questions_ended if cost is not None)
+    assert costs == sorted(q.state.cost_usd for q in batch.questions if q.state.cost_usd)
+    assert len(costs) == 2
+
+
+async def test_a_round_may_take_longer_than_a_live_calls_deadline(
+    make_harness: MakeHarness,
+) -> None:
+    h = await make_harness(settings={"gateway_upstream_deadline_s": 0.2}, processing_s=0.5)
+    batch = await ended(await h.start(1))
+    assert [q.outcome for q in batch.questions] == ["completed"]
 
 
 async def test_a_question_keeps_the_session_its_request_names(make_harness: MakeHarness) -> None:
@@ -203,7 +217,8 @@ async def test_a_batch_revoked_before_it_began_ends_with_the_error(
 ) -> None:
     h = await make_harness()
     batch = await h.start(2)
-    h.manager.end_key("alice", GatewayError("KEY_REVOKED", "the key was revoked"))
+    revoked = GatewayError("KEY_REVOKED", "the key was revoked")
+    assert await h.manager.cancel(batch.id, revoked) is True  # before its task's first step
     await ended(batch)
     assert h.fake.submitted == {} and not h.fake.received
     assert [q.outcome for q in batch.questions] == ["KEY_REVOKED"] * 2
@@ -218,8 +233,13 @@ async def test_a_control_message_cancels_a_batch_driven_here(make_harness: MakeH
     h.manager.on_control("cancel", "batch_elsewhere")  # not driven here
     await asyncio.sleep(0.05)
     assert batch.state == "running"
+    assert h.manager._controls == set()
     h.manager.on_control("cancel", batch.id)
+    [control] = h.manager._controls  # the cancel's task is held while it runs
     await ended(batch)
+    await control
+    await asyncio.sleep(0)
+    assert h.manager._controls == set()  # and let go once done
     assert batch.outcome == "cancelled" and len(h.fake.cancels) == 1
 
 
@@ -266,6 +286,9 @@ async def test_shutdown_stops_a_batch_without_ending_it(make_harness: MakeHarnes
     assert h.questions_ended == [] and h.batches_ended == []  # not their outcome
     assert journal.records[batch.id].done == {} and batch.id not in journal.ended
     assert h.fake.cancels == []  # the API batch goes on, for whoever takes the batch
+    asked = sum(h.fake.calls.values())
+    await asyncio.sleep(0.1)  # five polls' time
+    assert sum(h.fake.calls.values()) == asked  # its round no longer polls from here
     assert h.metric("sdk_batches_total", outcome="completed") == 0
 
 
@@ -331,6 +354,7 @@ async def test_a_batch_stopped_mid_round_goes_on_from_its_journal(
     )  # fmt: skip
     assert [q.run.id for q in batch.questions] == [q.run.id for q in first.questions]
     assert [q.run.session_id for q in batch.questions] == record.session_ids
+    assert batch.log.run_id == first.id
     for question in batch.questions:  # the events up to its checkpoint, before any new one
         assert run_events(question.run) == record.kept_events(question.index)
     await ended(batch)
@@ -383,3 +407,22 @@ async def test_a_journal_holds_each_questions_turns_and_end(make_harness: MakeHa
     assert [r.state for r in record.rounds()] == ["ended", "ended"]
     for question in batch.questions:
         assert record.kept_events(question.index) == run_events(question.run)
+
+
+async def test_a_batch_revoked_then_shut_down_keeps_no_error(make_harness: MakeHarness) -> None:
+    h = await make_harness(processing_s=30)
+    batch = await h.start(2)
+    await h.fake.created.wait()
+    await h.manager.cancel(batch.id, GatewayError("KEY_REVOKED", "the key was revoked"))
+    await h.manager.shutdown()  # before the questions' ends are in
+    assert batch.task is not None and batch.task.cancelled()
+    assert h.manager._errors == {}
+
+
+async def test_a_questions_log_keeps_the_last_events_it_may(make_harness: MakeHarness) -> None:
+    h = await make_harness(max_events=5)
+    batch = await ended(await h.start(1))
+    [q] = batch.questions
+    assert q.run.log.max_events == 5
+    events = run_events(q.run)
+    assert events[-1]["type"] == "final" and events[0]["seq"] > 1  # the first ones dropped

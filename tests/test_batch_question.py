@@ -11,6 +11,7 @@ import pytest
 
 from gateway import pricing
 from gateway.batches.batch import Question
+from gateway.batches.journal import KeptJournal
 from gateway.batches.question import _relay, saved_usd
 from gateway.events import Event
 from gateway.runs.loop import RunState
@@ -18,6 +19,9 @@ from gateway.runs.run import Run, RunRequest
 from gateway.sse import parse_frames
 from gateway.store.eventlog import EventLog
 from tests.batch_manager_support import MakeHarness, ended, make_harness, run_events
+from tests.fakes.anthropic import Reply
+from tests.fakes.batches import BatchRequest, Script
+from tests.test_batches_faults import script
 
 __all__ = ["make_harness"]  # the fixture this module uses
 
@@ -125,8 +129,60 @@ async def test_a_question_that_ends_as_asked_is_completed_with_its_answer(
     final = events[-1]
     assert final["type"] == "final" and final["result"].endswith("Answer for q0.")
     assert final["outcome"] == "completed" and final["usage"] == q.state.usage
+    assert final["figures"] == {"sourced": 0, "derived": 0, "unsourced": 0, "other_period": 0}
     assert [e["type"] for e in events].count("final") == 1
     assert q.state.usage[pricing.BATCH_KEY] == 2  # both calls ran on the batch tier
     live = PRICES_SHIPPED.cost("claude-haiku-4-5", {**q.state.usage, pricing.BATCH_KEY: 0})
     assert live is not None and q.state.cost_usd is not None
     assert q.saved_usd == pytest.approx(live - q.state.cost_usd) and q.saved_usd > 0
+
+
+def answered_by(model: str) -> Script:
+    """The usual script, every answer from `model` rather than the one asked for."""
+
+    def answer(asked: BatchRequest) -> Reply:
+        reply = script(asked)
+        reply.model = model
+        return reply
+
+    return answer
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5-20250929", "claude-unlisted"])
+async def test_a_question_saves_by_the_price_of_the_model_that_answered(
+    make_harness: MakeHarness, model: str
+) -> None:
+    """Priced, the model that answered sets the live price; unpriced, the one asked for."""
+    h = await make_harness(settings={"sdk_model": "claude-haiku-4-5"}, answers=answered_by(model))
+    batch = await ended(await h.start(1))
+    [q] = batch.questions
+    assert q.outcome == "completed" and q.state.response_model == model
+    priced = model if PRICES_SHIPPED.price(model) is not None else "claude-haiku-4-5"
+    live = PRICES_SHIPPED.cost(priced, {**q.state.usage, pricing.BATCH_KEY: 0})
+    assert live is not None and q.state.cost_usd is not None and q.state.cost_usd > 0
+    assert q.saved_usd == pytest.approx(live - q.state.cost_usd) and q.saved_usd > 0
+
+
+async def test_a_question_whose_answer_was_journaled_only_ends_when_resumed(
+    make_harness: MakeHarness,
+) -> None:
+    """The worker died after the answer's turn was journaled, before the question's end:
+    the worker that takes the batch over asks the model nothing more."""
+
+    class DiesBeforeTheEnd(KeptJournal):
+        async def question_done(self, batch_id: str, question: Question) -> None:
+            return None
+
+    journal = DiesBeforeTheEnd()
+    h = await make_harness(journal=journal)
+    first = await ended(await h.start(1))
+    record = journal.records[first.id]
+    assert not record.done and set(record.checkpoints) == {0}
+    asked = dict(h.fake.received)
+    batch = h.successor(KeptJournal()).resume(record, await h.configs(record.run_requests()))
+    await ended(batch)
+    [q] = batch.questions
+    assert q.state.resumed and q.outcome == "completed"
+    assert dict(h.fake.received) == asked  # no call after the answer
+    final = run_events(q.run)[-1]
+    assert final["type"] == "final" and final["result"].endswith("Answer for q0.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -15,8 +16,10 @@ from typing import Any, cast
 import pytest
 import redis.asyncio as redis
 
+from gateway.batches.calls import RoundRecord
 from gateway.batches.journal import Record, SharedJournal
 from gateway.batches.manager import BatchManager
+from gateway.batches.record import round_json
 from gateway.batches.takeover import MAX_CLAIMS, Takeover
 from gateway.errors import GatewayError
 from gateway.runs.loop import LoopConfig
@@ -134,63 +137,106 @@ async def test_a_look_takes_at_most_eight_batches(worker: Worker) -> None:
         await looker.close()
 
 
-async def test_a_batch_that_cannot_be_rebuilt_is_left_for_another(worker: Worker) -> None:
+async def test_a_batch_that_cannot_be_rebuilt_is_left_for_another(
+    worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
     dead, _ = await worker()
     alive, manager = await worker()
     other, later = await worker()
-    await orphaned(dead, record("batch_bad", "refused"), record("batch_ok", "Question"))
+    await orphaned(dead, *(record(f"batch_{i}", "Question") for i in range(3)))
+    refused: list[RunRequest] = []
 
     async def refusing(asked: RunRequest) -> LoopConfig:
-        if asked.messages[0]["content"] == "refused":
+        if not refused:  # the first batch looked at, whichever it is: its tool is unknown here
+            refused.append(asked)
             raise GatewayError("VALIDATION_ERROR", "no such tool")
         return await configure(asked)
 
     looker = takeover(alive, manager, configured=refusing)
+    caplog.set_level(logging.INFO, logger="gateway.batches.takeover")
     try:
         await taken(looker)
-        assert manager.ids == ["batch_ok"]  # the next one is still taken
-        assert set(alive.tokens) == {"batch_ok"}  # the refused one is not held here
+        [bad] = {f"batch_{i}" for i in range(3)} - set(manager.ids)
+        assert len(manager.ids) == 2  # the ones after it are still taken
+        assert set(alive.tokens) == set(manager.ids)  # the refused one is not held here
     finally:
         await looker.close()
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.getMessage() == f"batches: cannot take {bad} over (no such tool); leaving it"
     # Its lease was given up: another worker (with the tool) takes it at once.
     second = takeover(other, later)
     try:
         await taken(second)
-        assert later.ids == ["batch_bad"]
+        assert later.ids == [bad]
     finally:
         await second.close()
 
 
 class Failing(SharedJournal):
-    """A journal whose load of one batch fails as `failure` says."""
+    """A journal whose first load fails as `failure` says (None: the record is gone)."""
 
-    def __init__(self, journal: SharedJournal, failing: dict[str, BaseException | None]) -> None:
+    def __init__(self, journal: SharedJournal, failure: BaseException | None) -> None:
         super().__init__(journal.store, journal.ttl_s)
-        self.failing = failing
+        self.failure = failure
+        self.failed: list[str] = []
 
     async def load(self, batch_id: str) -> Record | None:
-        if batch_id in self.failing:
-            failure = self.failing[batch_id]
-            if failure is None:
+        if not self.failed:
+            self.failed.append(batch_id)
+            if self.failure is None:
                 return None
-            raise failure
+            raise self.failure
         return await super().load(batch_id)
 
 
-@pytest.mark.parametrize("failure", [None, TimeoutError("the store did not answer")])
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [(None, "has no record"), (TimeoutError("the store did not answer"), "did not answer")],
+)
 async def test_a_batch_whose_record_cannot_be_read_is_left(
-    worker: Worker, failure: BaseException | None
+    worker: Worker, caplog: pytest.LogCaptureFixture, failure: BaseException | None, said: str
 ) -> None:
     dead, _ = await worker()
     alive, manager = await worker()
-    failing = Failing(alive, {"batch_gone": failure})
-    await orphaned(dead, record("batch_gone", "Question"), record("batch_ok", "Question"))
+    failing = Failing(alive, failure)
+    await orphaned(dead, record("batch_0", "Question"), record("batch_1", "Question"))
     looker = takeover(failing, manager)
     try:
         await taken(looker)
-        assert manager.ids == ["batch_ok"] and set(failing.tokens) == {"batch_ok"}
+        [gone] = failing.failed
+        [ok] = {"batch_0", "batch_1"} - {gone}
+        assert manager.ids == [ok] and set(failing.tokens) == {ok}
     finally:
         await looker.close()
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    message = error.getMessage()
+    assert message.startswith(f"batches: cannot take {gone} over (") and said in message
+    if failure is None:
+        assert f"batch {gone} has no record" in message
+
+
+async def test_a_takeover_says_how_far_the_batch_had_gone(
+    worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    dead, _ = await worker()
+    alive, manager = await worker()
+    began = record("batch_far", "Question 0", "Question 1", "Question 2")
+    await dead.begin(began)
+    token = dead.tokens["batch_far"]
+    rounds = {str(n): round_json(RoundRecord(n, [f"q0-t{n}-x"], state="ended")) for n in (1, 2)}
+    parts = {"p": {"d1": b"completed"}, "r": rounds}
+    assert await dead.store.write("batch_far", token, parts, 60)
+    await dead.release("batch_far")
+    looker = takeover(alive, manager)
+    caplog.set_level(logging.INFO, logger="gateway.batches.takeover")
+    try:
+        await taken(looker)
+    finally:
+        await looker.close()
+    [(found, _)] = manager.batches
+    assert found.done == {1: "completed"} and [r.number for r in found.rounds()] == [1, 2]
+    [info] = [r for r in caplog.records if r.name == "gateway.batches.takeover"]
+    assert info.getMessage() == "batches: taking batch_far over (1 of 3 questions done, 2 rounds)"
 
 
 async def test_renewing_keeps_the_leases_and_stops_a_batch_taken_elsewhere(
