@@ -29,6 +29,9 @@ from tests.batch_manager_support import (
 __all__ = ["make_harness"]  # the fixture this module uses
 
 HEX32 = r"[0-9a-f]{32}"
+CANCEL_S = 5.0
+"""A cancelled batch ends within this, its API batch (30 s of work) or not: a cancel that
+does not reach it fails its test rather than hang it."""
 
 
 async def test_a_batch_answers_each_question_and_says_so(make_harness: MakeHarness) -> None:
@@ -138,7 +141,7 @@ async def test_a_key_sees_only_its_own_running_batches(make_harness: MakeHarness
     assert h.manager.running_of("carol") == []
     assert await h.manager.cancel(alice.id) is True
     assert h.manager.running_of("alice") == []  # cancelling: no longer running
-    await ended(alice)
+    await ended(alice, CANCEL_S)
     assert h.manager.running_of("alice") == [] and h.manager.running_of("bob") == [bob]
 
 
@@ -163,7 +166,7 @@ async def test_a_cancel_mid_round_cancels_the_api_batch_and_every_question(
     assert await h.manager.cancel(batch.id) is True
     assert batch.state == "cancelling"
     assert await h.manager.cancel(batch.id) is False  # once
-    await ended(batch)
+    await ended(batch, CANCEL_S)
     assert h.fake.cancels == [api_batch]
     assert (batch.state, batch.outcome) == ("ended", "cancelled")
     assert [q.outcome for q in batch.questions] == ["cancelled"] * 3
@@ -186,7 +189,7 @@ async def test_a_revoked_keys_batches_end_with_its_error(make_harness: MakeHarne
     revoked, other = await h.start(2, owner="alice"), await h.start(1, owner="bob")
     await h.fake.created.wait()
     h.manager.end_key("alice", GatewayError("KEY_REVOKED", "the key was revoked"))
-    await ended(revoked)
+    await ended(revoked, CANCEL_S)
     assert revoked.outcome == "cancelled"
     assert [q.outcome for q in revoked.questions] == ["KEY_REVOKED"] * 2
     for question in revoked.questions:
@@ -236,7 +239,7 @@ async def test_a_control_message_cancels_a_batch_driven_here(make_harness: MakeH
     assert h.manager._controls == set()
     h.manager.on_control("cancel", batch.id)
     [control] = h.manager._controls  # the cancel's task is held while it runs
-    await ended(batch)
+    await ended(batch, CANCEL_S)
     await control
     await asyncio.sleep(0)
     assert h.manager._controls == set()  # and let go once done
