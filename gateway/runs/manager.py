@@ -266,7 +266,7 @@ class RunManager:
                 deps.observer,
                 outcome,
                 save,
-                figure_check=deps.figure_check,
+                figures=deps.figures,
             )
         finally:
             self._ended(run, outcome.name)

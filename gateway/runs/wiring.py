@@ -9,6 +9,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
 from gateway import pricing
+from gateway.figures import ResultParts
 from gateway.ops.audit import AuditLog, RunAudit
 from gateway.ops.metrics import Metrics
 from gateway.ops.observe import RunObserver
@@ -62,7 +63,7 @@ class RunWiring:
         files = None
         if request.code_execution and upstreams.files is not None and self.files is not None:
             files = RunFiles(upstreams.files, self.files, run.owner, run.id)
-        check = settings.gateway_figure_check == "annotate"
+        figures = ResultParts() if settings.gateway_figure_check == "annotate" else None
         return LoopDeps(
-            upstreams.providers, registry, observer, toolset.services, self.prices, files, check
+            upstreams.providers, registry, observer, toolset.services, self.prices, files, figures
         )
