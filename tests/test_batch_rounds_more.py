@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -109,3 +110,59 @@ async def test_a_taken_over_round_is_looked_up_and_read_once_for_all_its_questio
     assert journal.states == ["submitted", "ended"] and fake.calls["create"] == 1
     assert journal.written[0].api_batch_id == made
     await rounds.close()
+
+
+class PollWaits(list[float]):
+    """The waits asked for, recorded; the read after the third wait (a poll, after two
+    failed reads) fails once."""
+
+    def __init__(self, fake: FakeBatches) -> None:
+        super().__init__()
+        self.fake = fake
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+        if len(self) == 3:
+            self.fake.fail("retrieve", 529)
+        await asyncio.sleep(min(seconds, 0.01))
+
+
+async def test_an_ended_batch_is_waited_for_through_failed_reads(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failed reads back off (doubling from the poll interval), a read that answers
+    starts the count again, and the batch's own end time comes back."""
+    fake = FakeBatches(script, processing_s=0.3)
+    api = await serve(fake)
+    made = await api.create([{"custom_id": "a-0", "params": params("q")}], ())
+    api.poll_s = 0.2
+    api.sleep = waits = PollWaits(fake)
+    fake.fail("retrieve", 529, times=2)
+    ended_at = await api.wait(made)
+    assert waits[:4] == [0.2, 0.4, 0.2, 0.2]  # two failures; a poll; one failure again
+    assert fake.calls["retrieve"] >= 5
+    said = [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()]
+    assert len(said) == 3 and all(
+        s.startswith("batches: Upstream failed reading a Message Batch: ") for s in said
+    )
+    kept = await api._batches.retrieve(made)
+    assert kept.ended_at is not None and ended_at == kept.ended_at
+
+
+async def test_rounds_are_numbered_and_leave_no_task_behind(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    journal = Journal()
+    rounds = rounds_of(api, journal, ALICE)
+    assert text(await rounds.call(stem(0, 1), params("q"), ())) == "Answer to: q"
+    assert text(await rounds.call(stem(0, 2), params("q2"), ())) == "Answer to: q2"
+    assert [r.number for r in rounds.rounds] == [1, 2]
+    assert sorted({r.number for r in journal.written}) == [1, 2]
+    await asyncio.sleep(0)
+    assert not rounds._tasks  # each round's task let go when it finished
+    await rounds.close()
+
+
+def test_a_custom_id_is_its_stem_the_batch_key_and_twelve_hex_digits() -> None:
+    (one,) = custom_ids(ALICE, {stem(3, 2): (params("q"), ())})
+    assert re.fullmatch(r"q3-t2-a{32}[0-9a-f]{12}", one), one
