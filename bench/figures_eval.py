@@ -89,10 +89,7 @@ def evaluate(data: Data, count: int, seed: int) -> Score:
 
 @dataclass
 class Timing:
-    """CPU milliseconds of each repetition: indexing the results at the end and checking
-    the answer (`build`, `check`), as the check did before a run indexed its results as
-    they came; indexing each round's results as it ends (`parts`), and the run's end then:
-    merging those indexes and checking the answer (`end`)."""
+    """CPU milliseconds of each repetition: indexing the results, checking the answer."""
 
     chars: int
     figures: int
@@ -100,8 +97,6 @@ class Timing:
     results: int
     build: list[float]
     check: list[float]
-    parts: list[float] = field(default_factory=list)
-    end: list[float] = field(default_factory=list)
 
 
 def measure(data: Data, rng: random.Random, repeat: int = 200) -> Timing:
@@ -122,11 +117,6 @@ def measure(data: Data, rng: random.Random, repeat: int = 200) -> Timing:
     answer.text, answer.results = answer.text[:2_000], chosen
     conversation = messages(answer)
     timing = Timing(len(answer.text), 0, sum(len(r.content) for r in chosen), len(chosen), [], [])
-    rounds = [  # a tool round: the model's message and the results answering it
-        conversation[i : i + 2]
-        for i, message in enumerate(conversation[:-1])
-        if message["role"] == "assistant"
-    ]
     for _ in range(repeat):
         start = time.process_time()
         index = figures.build(conversation)
@@ -134,14 +124,6 @@ def measure(data: Data, rng: random.Random, repeat: int = 200) -> Timing:
         timing.figures = len(figures.check(answer.text, index).figures)
         timing.build.append((middle - start) * 1000)
         timing.check.append((time.process_time() - middle) * 1000)
-        start = time.process_time()
-        parts = figures.ResultParts()
-        for tool_round in rounds:  # as the loop adds each round's results
-            parts.add(tool_round)
-        middle = time.process_time()
-        figures.check(answer.text, figures.build(conversation, parts))
-        timing.parts.append((middle - start) * 1000)
-        timing.end.append((time.process_time() - middle) * 1000)
     return timing
 
 
@@ -155,11 +137,6 @@ def timing_lines(t: Timing) -> list[str]:
         f"  check the answer against them: median {statistics.median(check):.2f} ms, "
         f"p90 {statistics.quantiles(check, n=10)[-1]:.2f} ms",
         f"  both: median {statistics.median(map(sum, zip(build, check, strict=True))):.2f} ms",
-        "each round's results indexed as it ends, the run's end merging them:",
-        f"  index the results as they come (in all): median {statistics.median(t.parts):.2f} ms",
-        f"  at the end, merge and check: median {statistics.median(t.end):.2f} ms, "
-        f"p90 {statistics.quantiles(t.end, n=10)[-1]:.2f} ms",
-        f"  both: median {statistics.median(map(sum, zip(t.parts, t.end, strict=True))):.2f} ms",
     ]
 
 

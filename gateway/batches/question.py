@@ -42,7 +42,7 @@ async def drive(question: Question, config: LoopConfig, deps: LoopDeps, on_turn:
         deps.observer,
         outcome,
         None,
-        figures=deps.figures,
+        figure_check=deps.figure_check,
     )
 
 

@@ -2,6 +2,6 @@
 (`check`), against an index of the run's tool results built once (`index.build`)."""
 
 from gateway.figures.check import STATUSES, Checked, Report, check
-from gateway.figures.index import ResultParts, SourceIndex, build
+from gateway.figures.index import SourceIndex, build
 
-__all__ = ["STATUSES", "Checked", "Report", "ResultParts", "SourceIndex", "build", "check"]
+__all__ = ["STATUSES", "Checked", "Report", "SourceIndex", "build", "check"]

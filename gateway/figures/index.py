@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +52,6 @@ _SKIP_KEYS = frozenset(
     }
 )
 _GENERIC = frozenset({"the", "first", "american", "general", "united", "international", "new"})
-Result = tuple[str, str, Any, str]
-"""A tool result as `tool_results` gives it: (tool_use_id, tool, input, text)."""
 MAX_TEXT_CHARS = 400_000
 """Characters of text results scanned for numbers per run."""
 MAX_RESULT_CHARS = 2_000_000
@@ -117,23 +115,6 @@ class SourceIndex:
             for year in (key[1].end.year, key[1].end.year - 1):
                 self.by_year.setdefault(year, []).append(key)
         return self
-
-    def absorb(self, part: SourceIndex) -> None:
-        """Take in `part` (one result's own index, not finished) after what this holds: the
-        same index as if its result had been added here, lists extended in order and the
-        first comer kept, as long as the text cap was not reached (`build` checks)."""
-        self.sources.extend(part.sources)
-        facts, by_period = self.facts, self.by_period
-        for key, found in part.facts.items():
-            facts[key].extend(found)
-        for period, found in part.by_period.items():
-            by_period[period].extend(found)
-        for identifier, source in part.identifiers.items():
-            self.identifiers.setdefault(identifier, source)
-        for name, cik in part.aliases.items():
-            self.aliases.setdefault(name, cik)
-        self._companies |= part._companies
-        self._text_chars += part._text_chars
 
     def add_result(self, tool_use_id: str, tool: str, tool_input: Any, content: str) -> None:
         """Index one tool result (JSON or not)."""
@@ -308,59 +289,14 @@ def _fact_period(node: dict[str, Any]) -> tuple[float, Span] | None:
     return None if period is None else (float(value), period)
 
 
-def build(messages: Iterable[dict[str, Any]], parts: ResultParts | None = None) -> SourceIndex:
+def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:
     """The index of the tool results in `messages`, the latest first, up to
-    `MAX_RESULT_CHARS` of them (the check runs on the event loop); from the results'
-    own indexes in `parts` where they were made as the results came."""
-    results = list(tool_results(messages))
-    if parts is not None:
-        merged = SourceIndex()
-        for use_id, name, tool_input, text in _latest_first(results):
-            merged.absorb(parts.part(use_id, name, tool_input, text))
-        if merged._text_chars <= MAX_TEXT_CHARS:  # else the cap cut a text: read them in turn
-            return merged.finish()
+    `MAX_RESULT_CHARS` of them (the check runs on the event loop)."""
     index = SourceIndex()
-    for use_id, name, tool_input, text in _latest_first(results):
+    left = MAX_RESULT_CHARS
+    for use_id, name, tool_input, text in reversed(list(tool_results(messages))):
+        if len(text) > left:
+            break
+        left -= len(text)
         index.add_result(use_id, name, tool_input, text)
     return index.finish()
-
-
-def _latest_first(results: list[Result]) -> Iterator[Result]:
-    left = MAX_RESULT_CHARS
-    for result in reversed(results):
-        if len(result[3]) > left:
-            return
-        left -= len(result[3])
-        yield result
-
-
-class ResultParts:
-    """Each tool result's own index, made as the loop adds the result to the conversation,
-    so that the check at the run's end merges them (`build`) instead of reading every
-    result then: `final` waits for the check, not for the index."""
-
-    def __init__(self) -> None:
-        self._parts: dict[str, tuple[Result, SourceIndex]] = {}
-        self._chars = 0
-        self._read: dict[str, _Read] = {}  # texts read, shared: results repeat boilerplate
-
-    def add(self, messages: list[dict[str, Any]]) -> None:
-        """Index the results `messages` holds (a tool round: the model's message and the
-        results answering it), up to `MAX_RESULT_CHARS` in all: later ones are read at the
-        end if they are still among the latest."""
-        for result in tool_results(messages):
-            if self._chars + len(result[3]) <= MAX_RESULT_CHARS:
-                self._chars += len(result[3])
-                self.part(*result)
-
-    def part(self, tool_use_id: str, tool: str, tool_input: Any, text: str) -> SourceIndex:
-        """The index of this result alone: the one made earlier if the result is the same
-        (context clearing replaces a result's text), else made now."""
-        result = (tool_use_id, tool, tool_input, text)
-        known = self._parts.get(tool_use_id)
-        if known is not None and known[0] == result:
-            return known[1]
-        part = SourceIndex(_read=self._read)
-        part.add_result(*result)
-        self._parts[tool_use_id] = (result, part)
-        return part

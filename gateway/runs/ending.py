@@ -20,7 +20,6 @@ import orjson
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.events import Event, Final
-from gateway.figures import ResultParts
 from gateway.ops.observe import RunObserver
 from gateway.runs.figures import annotator
 from gateway.runs.loop import LoopConfig, RunState
@@ -85,15 +84,15 @@ async def end_loop(
     outcome: Outcome,
     save: Callable[[], Awaitable[None]] | None,
     *,
-    figures: ResultParts | None = None,
+    figure_check: bool = False,
 ) -> None:
     """End a run whose loop stopped: its `final` (or its error), the figure check's event
-    before it when it is on (`figures`: the results' indexes), and a closed log."""
+    before it when `figure_check`, and a closed log."""
 
     def build_final(duration_ms: float) -> Event:
         return final_event(run, config, state, outcome.name, duration_ms, observer.trace_id)
 
-    annotate = annotator(figures, state.messages, observer)
+    annotate = annotator(figure_check, state.messages, observer)
     ending = Ending(
         outcome.name, outcome.terminal, state.turns, state.usage, request.request_id, annotate
     )

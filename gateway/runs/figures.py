@@ -24,24 +24,19 @@ answer without figures: `final.figures` says so with its zeros)."""
 
 
 def annotator(
-    parts: figures.ResultParts | None, messages: list[dict[str, Any]], observer: RunObserver
+    enabled: bool, messages: list[dict[str, Any]], observer: RunObserver
 ) -> Annotate | None:
-    """The run's figure check (its results' indexes in `parts`), or None when it is off."""
-    return None if parts is None else functools.partial(_annotate, parts, messages, observer)
+    """The run's figure check, or None when it is off."""
+    return functools.partial(_annotate, messages, observer) if enabled else None
 
 
-def _annotate(
-    parts: figures.ResultParts,
-    messages: list[dict[str, Any]],
-    observer: RunObserver,
-    final: Final,
-) -> Event | None:
+def _annotate(messages: list[dict[str, Any]], observer: RunObserver, final: Final) -> Event | None:
     answer = final["result"]
     if len(answer) > MAX_ANSWER_CHARS:
         return events.warning(
             "figure_check_skipped", SKIPPED.format(chars=MAX_ANSWER_CHARS), final["turns"]
         )
-    report = figures.check(answer, figures.build(messages, parts), question(messages))
+    report = figures.check(answer, figures.build(messages), question(messages))
     if final["outcome"] != "completed":
         _drop_cut_off(report, answer)
     counts = report.counts()

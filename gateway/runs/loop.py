@@ -14,7 +14,6 @@ from typing import Any
 from gateway import events, pricing
 from gateway.context import clear_old_tool_results, estimate_tokens
 from gateway.events import Event, Outcome
-from gateway.figures import ResultParts
 from gateway.ops.observe import RunObserver
 from gateway.providers.base import Emit, ModelCall, Provider, Turn
 from gateway.providers.binding import settle_history, with_drop_block
@@ -56,9 +55,8 @@ class LoopDeps:
     prices: pricing.PriceTable = field(default_factory=pricing.shipped)
     files: RunFiles | None = None
     """Runs with code execution: says which files each turn made (`file` events)."""
-    figures: ResultParts | None = None
-    """Check the answer's figures against the tool results (a `figures` event): each
-    result indexed here as it comes; None: the check is off."""
+    figure_check: bool = False
+    """Check the answer's figures against the tool results (a `figures` event)."""
 
 
 @dataclass
@@ -284,8 +282,6 @@ async def _tool_round(
     await _answer_tools(turn, deps, state, results, emit, run=run)
     results.append(budget_note(state.rounds, config.max_turns, state.wrap_up))
     state.messages.append({"role": "user", "content": results})
-    if deps.figures is not None:  # indexed now, so that `final` waits only for the check
-        deps.figures.add(state.messages[-2:])
 
 
 def budget_note(rounds: int, max_turns: int, wrap_up: Outcome | None) -> dict[str, Any]:

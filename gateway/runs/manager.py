@@ -266,7 +266,7 @@ class RunManager:
                 deps.observer,
                 outcome,
                 save,
-                figures=deps.figures,
+                figure_check=deps.figure_check,
             )
         finally:
             self._ended(run, outcome.name)

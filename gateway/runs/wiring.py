@@ -9,7 +9,6 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Tracer
 
 from gateway import pricing
-from gateway.figures import ResultParts
 from gateway.ops.audit import AuditLog, RunAudit
 from gateway.ops.metrics import Metrics
 from gateway.ops.observe import RunObserver
@@ -63,7 +62,7 @@ class RunWiring:
         files = None
         if request.code_execution and upstreams.files is not None and self.files is not None:
             files = RunFiles(upstreams.files, self.files, run.owner, run.id)
-        figures = ResultParts() if settings.gateway_figure_check == "annotate" else None
+        check = settings.gateway_figure_check == "annotate"
         return LoopDeps(
-            upstreams.providers, registry, observer, toolset.services, self.prices, files, figures
+            upstreams.providers, registry, observer, toolset.services, self.prices, files, check
         )
