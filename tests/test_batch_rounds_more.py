@@ -7,13 +7,26 @@ import asyncio
 import re
 from datetime import datetime, timedelta
 
+import anthropic
 import pytest
+from pytest_aiohttp import AiohttpServer
 
+from gateway.batches.api import BatchesAPI
 from gateway.batches.calls import RoundRecord, custom_ids, stem
 from gateway.batches.rounds import Rounds
+from gateway.errors import UpstreamFailure
 from tests.fakes.batches import FakeBatches
 from tests.fakes.current_models import BINDING_BETA, DISPLAY_BETA
-from tests.test_batch_rounds import ALICE, Journal, Serve, params, rounds_of, script, text
+from tests.test_batch_rounds import (
+    ALICE,
+    Journal,
+    Serve,
+    Waits,
+    params,
+    rounds_of,
+    script,
+    text,
+)
 from tests.test_batch_rounds import serve as serve  # the fixture
 
 
@@ -166,3 +179,51 @@ async def test_rounds_are_numbered_and_leave_no_task_behind(serve: Serve) -> Non
 def test_a_custom_id_is_its_stem_the_batch_key_and_twelve_hex_digits() -> None:
     (one,) = custom_ids(ALICE, {stem(3, 2): (params("q"), ())})
     assert re.fullmatch(r"q3-t2-a{32}[0-9a-f]{12}", one), one
+
+
+async def test_a_call_cancelled_before_its_round_is_not_sent(serve: Serve) -> None:
+    """Its question left (cancelled while the round waited for the others): the round
+    goes out with the others' calls only, nothing paid for an answer nobody reads."""
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    rounds = rounds_of(api, Journal(), ALICE, members=2)
+    first = asyncio.create_task(rounds.call(stem(0, 1), params("q0"), ()))
+    await asyncio.sleep(0.01)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    rounds.leave()
+    assert text(await rounds.call(stem(1, 1), params("q1"), ())) == "Answer to: q1"
+    (made,) = fake.submitted
+    sent = [r.custom_id for r in fake.batch(made).requests]  # type: ignore[union-attr]
+    assert len(sent) == 1 and sent[0].startswith("q1-t1-")
+    await rounds.close()
+
+
+async def test_a_refused_create_says_what_was_refused(serve: Serve) -> None:
+    fake = FakeBatches(script)
+    api = await serve(fake)
+    fake.fail("create", 400)
+    with pytest.raises(UpstreamFailure) as refused:
+        await api.create([{"custom_id": "a-0", "params": params("q")}], ())
+    assert refused.value.message.startswith("Upstream failed creating a Message Batch: ")
+
+
+async def test_a_read_that_times_out_is_tried_again(
+    aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeBatches(script)
+    server = await aiohttp_server(fake.app())
+    url = str(server.make_url("")).rstrip("/")
+    client = anthropic.AsyncAnthropic(api_key="t", base_url=url, max_retries=0, timeout=0.3)
+    try:
+        api = BatchesAPI(client, poll_s=0.01, create_timeout_s=1.0)
+        made = await api.create([{"custom_id": "a-0", "params": params("q")}], ())
+        api.sleep = waits = Waits()
+        fake.stall("retrieve", 1.0)
+        await api.wait(made)
+    finally:
+        await client.close()
+    assert waits[0] == 0.01  # backed off, then read again
+    said = [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()]
+    assert said[0] == "batches: Upstream timed out reading a Message Batch; trying again in 0.0 s"
