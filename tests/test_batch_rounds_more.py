@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from datetime import datetime, timedelta
 
 import anthropic
@@ -227,3 +228,21 @@ async def test_a_read_that_times_out_is_tried_again(
     assert waits[0] == 0.01  # backed off, then read again
     said = [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()]
     assert said[0] == "batches: Upstream timed out reading a Message Batch; trying again in 0.0 s"
+
+
+async def test_an_api_that_cannot_be_reached_is_a_network_error_to_try_again() -> None:
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    client = anthropic.AsyncAnthropic(
+        api_key="t", base_url=f"http://127.0.0.1:{port}", max_retries=0
+    )
+    try:
+        with pytest.raises(UpstreamFailure) as failed:
+            await BatchesAPI(client, poll_s=0.01, create_timeout_s=1.0).cancel("msgbatch_x")
+    finally:
+        await client.close()
+    assert failed.value.code == "NETWORK_ERROR" and failed.value.retryable is True
+    assert failed.value.message.startswith(
+        "Upstream connection failed cancelling a Message Batch: "
+    )
