@@ -4,8 +4,11 @@ sink (memory, Redis)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -187,3 +190,24 @@ async def test_an_audit_sink_takes_the_lines_in_order(
         await reader.aclose()
         got = [orjson.loads(fields[b"line"])["n"] for _, fields in entries]
     assert got == [0, 1, 2]
+
+
+async def test_closing_waits_for_the_work_in_progress(tmp_path: Path) -> None:
+    """A close while a worker thread is inside the connection waits for it (closing under
+    it crashed the process), and work that comes after the close is refused, not lost
+    in a half-closed connection."""
+    db = SqliteDb(str(tmp_path / "keys.db"))
+    inside = threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> Any:
+        inside.set()
+        time.sleep(0.2)
+        return conn.execute("select value from generation").fetchone()
+
+    work = asyncio.create_task(db.run(slow))
+    assert await asyncio.to_thread(inside.wait, 5)
+    await db.close()
+    assert await work == (0,)
+    queued = asyncio.create_task(asyncio.to_thread(db._locked, slow))
+    with pytest.raises(RuntimeError, match="is closed"):
+        await queued

@@ -57,14 +57,22 @@ class SqliteDb:
         return await asyncio.to_thread(self._locked, work)
 
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        assert self._db is not None
         with self._lock:
+            if self._db is None:  # closed while this work waited for the lock
+                raise RuntimeError(f"{self.path} is closed")
             return work(self._db)
 
     async def close(self) -> None:
         if self._db is not None:
-            db, self._db = self._db, None
-            await asyncio.to_thread(db.close)
+            await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        # Under the lock: closing a connection while another thread's work is inside it
+        # crashes the process (a segmentation fault in sqlite3, seen at a test's teardown).
+        with self._lock:
+            if self._db is not None:
+                db, self._db = self._db, None
+                db.close()
 
 
 def _bump(db: sqlite3.Connection) -> None:
