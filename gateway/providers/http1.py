@@ -28,9 +28,9 @@ import asyncio
 import base64
 import re
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import httptools
 from yarl import URL
@@ -98,24 +98,34 @@ class HTTP1Client:
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._open: set[_Connection] = set()
 
-    async def post(
+    def post(
         self,
         url: URL,
         body: bytes,
         headers: Mapping[str, str] | bytes,
         on_body: Callable[[bytes], None],
         received: dict[str, str] | None = None,
-    ) -> Answer | None:
+    ) -> Coroutine[Any, Any, Answer | None]:
         """Send the request (`headers` a mapping, or a `header_block`); a 2xx body goes to
         `on_body` as it arrives (an exception there ends the request with that
         exception); None when it has all arrived. Any other final status returns its
         `Answer` instead. `received`, when given, is filled with the answer's headers
         (lowercase names) as they arrive. Raises `Timeout`, `ConnectionError`
-        (`ProtocolError` among them) or `InvalidHeader`."""
-        # Held only until the answer's first byte (a connection found closed is retried
-        # before that), not for a whole stream: a stream's largest buffer, about 10 KB.
-        outgoing = [self._request(url, body, headers)]
-        del body
+        (`ProtocolError` among them) or `InvalidHeader`.
+
+        Not a coroutine itself: no frame of the call holds `body` while the answer
+        streams. The request is held only until the answer's first byte (a connection
+        found closed is retried before that), not for a whole stream: it was a stream's
+        largest buffer, about 10 KB."""
+        return self._send(url, [self._request(url, body, headers)], on_body, received)
+
+    async def _send(
+        self,
+        url: URL,
+        outgoing: list[bytes],
+        on_body: Callable[[bytes], None],
+        received: dict[str, str] | None,
+    ) -> Answer | None:
         key = (url.scheme, url.host or "", url.port or 0)
         while True:
             conn = self._reused(key)
