@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import DataError
 
 from gateway import events, sse
 from gateway.batches import journal as journal_module
@@ -129,6 +130,32 @@ async def test_a_store_that_fails_the_claim_leaves_the_batch_not_durable(
     heard: list[RoundRecord] = []
     await journal.round_writer("batch_1", heard.append)(a_round(1))
     assert heard == [a_round(1)] and journal._writers == {}
+
+
+async def test_a_write_redis_cannot_encode_reaches_its_waiter_and_is_not_retried(
+    store: RedisStore, batches: RedisBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = a_batch(2)
+    journal = await begun(batches, batch)
+    assert journal.faults == (DataError,)
+    real_write, tries = batches.write, []
+    unencodable: Any = None
+
+    async def write(batch_id: str, token: int, parts: Any, ttl_s: int) -> bool:
+        tries.append(parts)
+        if "r" in parts:  # a bug: redis-py refuses None before anything is sent
+            return await real_write(batch_id, token, {"r": {"1": unencodable}}, ttl_s)
+        return await real_write(batch_id, token, parts, ttl_s)
+
+    monkeypatch.setattr(batches, "write", write)
+    with pytest.raises(DataError):
+        async with asyncio.timeout(2):
+            await journal.round_writer(batch.id, lambda _: None)(a_round(1))
+    assert len(tries) == 1
+    await journal.question_done(batch.id, batch.questions[0])
+    await drained(journal, batch.id)
+    assert journal.tokens == {batch.id: 1}  # the batch is not lost over a bug
+    assert await fields(store, batches.key(batch.id) + ":r") == {}
 
 
 async def test_a_round_is_written_before_its_writer_returns(

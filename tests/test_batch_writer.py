@@ -183,6 +183,37 @@ async def test_a_bug_in_a_write_reaches_its_waiter_and_the_next_write_goes_on(
     await writer.close()
 
 
+class Encoding(Flaky):
+    """What the store raises for a value it cannot take: one of its `errors`, and a fault."""
+
+
+async def test_a_write_the_store_can_never_take_is_not_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done: list[str] = []
+    lost: list[str] = []
+    tries: list[str] = []
+
+    async def unencodable() -> bool:
+        tries.append("tried")
+        raise Encoding("a None value")
+
+    writer = Writer("b4", (Flaky,), lost.append, faults=(Encoding,))
+    with caplog.at_level(logging.WARNING, logger=writer_module.__name__):
+        bad = waited(writer, unencodable)
+        flaky = waited(writer, failing(1, done, "flaky"))
+        with pytest.raises(Encoding, match="a None value"):
+            async with asyncio.timeout(1):
+                await bad
+        await flaky
+    assert tries == ["tried"] and done == ["flaky"] and lost == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "batches: a write of b4 failed",
+        "batches: cannot write b4 (try 1); trying again",
+    ]
+    await writer.close()
+
+
 async def test_a_refused_write_stops_the_writes_and_says_the_batch_is_lost() -> None:
     done: list[str] = []
     lost: list[str] = []

@@ -145,6 +145,8 @@ class SharedJournal(MemoryJournal):
         """The batches this worker drives: their fencing tokens."""
         self.errors: tuple[type[BaseException], ...] = (*store.errors, TimeoutError)
         """What a failing store raises."""
+        self.faults = store.faults
+        """Of those, what no retry mends (a value the store cannot take: a bug)."""
         self.on_lost: Callable[[str], None] = lambda batch_id: None
         self._writers: dict[str, Writer] = {}
 
@@ -266,7 +268,9 @@ class SharedJournal(MemoryJournal):
     def _writer(self, batch_id: str) -> Writer:
         writer = self._writers.get(batch_id)
         if writer is None:
-            writer = self._writers[batch_id] = Writer(batch_id, self.errors, self.lost)
+            writer = self._writers[batch_id] = Writer(
+                batch_id, self.errors, self.lost, faults=self.faults
+            )
         return writer
 
     async def _close_writer(self, batch_id: str) -> None:

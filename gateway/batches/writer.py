@@ -1,5 +1,7 @@
 """One batch's journal writes, in order, each tried until the store answers; the first
-one refused (the batch's token is stale: it was taken over) stops them all."""
+one refused (the batch's token is stale: it was taken over) stops them all. A write the
+store can never take (a value it cannot encode: a bug) is not tried again: its waiter
+hears of it."""
 
 from __future__ import annotations
 
@@ -27,8 +29,16 @@ Write = Callable[[], Awaitable[bool]]
 class Writer:
     """One batch's writes, in order, each tried until the store answers."""
 
-    def __init__(self, batch_id: str, errors: Errors, on_lost: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        batch_id: str,
+        errors: Errors,
+        on_lost: Callable[[str], None],
+        *,
+        faults: Errors = (),
+    ) -> None:
         self._errors = errors
+        self._faults = faults
         self._on_lost = on_lost
         self._batch_id = batch_id
         self._queue: asyncio.Queue[tuple[Write, asyncio.Future[None] | None]] = asyncio.Queue()
@@ -89,10 +99,12 @@ class Writer:
 
     async def _answered(self, write: Write) -> bool:
         delay, most = RETRY_S
-        errors = self._errors
+        errors, faults = self._errors, self._faults
         while True:
             try:
                 return await write()
+            except faults:  # of `errors`, but no retry mends it
+                raise
             except errors as exc:
                 log.warning("batches: cannot write %s (%s); trying again", self._batch_id, exc)
                 await asyncio.sleep(delay)

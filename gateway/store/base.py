@@ -59,9 +59,11 @@ class SharedBatches(Protocol):
     """Batches' journals as every process sees them (`batches.journal` says what is in
     them), each batch driven by one worker at a time: a lease it renews, and a fencing
     token that each of its writes carries, so a worker that lost the batch has its
-    writes refused. Every call raises `errors` when the store fails."""
+    writes refused. Every call raises `errors` when the store fails; of those, `faults`
+    are the caller's (a value the store cannot take), which no retry mends."""
 
     errors: tuple[type[BaseException], ...]
+    faults: tuple[type[BaseException], ...]
     lease_ms: int
 
     async def claim(

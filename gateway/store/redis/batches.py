@@ -26,7 +26,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from gateway.store.redis.scripts import CLAIM, takeover
-from gateway.store.redis.wire import OP_TIMEOUT_S
+from gateway.store.redis.wire import OP_TIMEOUT_S, REDIS_FAULTS
 
 if TYPE_CHECKING:
     from gateway.store.redis.runs import RedisStore
@@ -108,6 +108,7 @@ class RedisBatches:
         self._store = store
         self._client = client = store.client
         self.errors = store.errors
+        self.faults = REDIS_FAULTS
         self.lease_ms = 3_000
         self._claim = client.register_script(CLAIM)
         self._write = client.register_script(WRITE)

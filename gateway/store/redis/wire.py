@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from redis.exceptions import RedisError
+from redis.exceptions import DataError, RedisError
 
 OP_TIMEOUT_S = 5.0  # past this one Redis operation counts as failed
 RUNNING_TTL_S = 300  # a running run's keys: a dead owner's runs vanish after this
 REDIS_ERRORS = (RedisError, OSError, TimeoutError)  # what a lost or slow Redis raises
+# Of those, what no retry mends: a value redis-py cannot encode (a bug, refused before sending).
+REDIS_FAULTS: tuple[type[BaseException], ...] = (DataError,)
 
 
 @dataclass(frozen=True)
