@@ -49,7 +49,7 @@ def client_for(url: URL, connect_timeout: float, read_timeout: float) -> HTTP1Cl
 async def relay(
     http: HTTP1Client,
     url: URL,
-    body: bytes,
+    body: list[bytes],
     headers: Mapping[str, str],
     decoder: Decoder,
     turn: TurnTranslator,
@@ -57,7 +57,9 @@ async def relay(
 ) -> Answer | None:
     """POST and relay the answer's events; the `Answer` of an error status (for the
     caller to map), None when the stream ended. Raises `UpstreamFailure` for a failure
-    in the stream or of the connection; `turn.finish()` is the caller's."""
+    in the stream or of the connection; `turn.finish()` is the caller's. `body` holds the
+    request's one buffer and is emptied as it is sent: no frame of the call keeps the
+    request while the answer streams (the client lets it go at the answer's first byte)."""
 
     def on_body(chunk: bytes) -> None:
         payloads = decoder.feed(chunk)
@@ -73,7 +75,7 @@ async def relay(
             raise failure
 
     try:
-        return await http.post(url, body, headers, on_body)
+        return await http.post(url, body.pop(), headers, on_body)
     except UpstreamFailure:
         raise
     except TimeoutError as exc:

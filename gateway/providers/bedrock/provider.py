@@ -79,10 +79,10 @@ class BedrockProvider:
             raise TypeError(f"BedrockProvider needs its own turn, got {type(turn).__name__}")
         turn.progress_mode = progress_mode(call.thinking)
         url = self.url(cloud_id(call.model))
-        data = orjson.dumps(self.body(call, turn.dropped))
+        data = [orjson.dumps(self.body(call, turn.dropped))]  # relay empties it as it sends
         keys = await self.credentials.keys()
         now = datetime.now(UTC)
-        headers = _HEADERS | sign(url, data, _HEADERS, keys, self.region, SERVICE, now)
+        headers = _HEADERS | sign(url, data[0], _HEADERS, keys, self.region, SERVICE, now)
         answer = await cloud_http.relay(
             self._http, url, data, headers, EventStreamDecoder(), turn, emit
         )

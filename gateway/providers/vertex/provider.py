@@ -90,9 +90,9 @@ class VertexProvider:
         if self.token.quota_project:
             headers["x-goog-user-project"] = self.token.quota_project
         url = self.url(cloud_id(call.model))
-        answer = await cloud_http.relay(
-            self._http, url, orjson.dumps(body), headers, SSEDecoder(), turn, emit
-        )
+        data = [orjson.dumps(body)]  # relay empties it as it sends
+        del body
+        answer = await cloud_http.relay(self._http, url, data, headers, SSEDecoder(), turn, emit)
         if answer is not None:
             raise self._failure(answer)
         turn.finish()
