@@ -181,11 +181,19 @@ def _growths(pool: list[Source], index: SourceIndex, window: Window) -> Iterator
     before or after (or another period in play)."""
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
-    for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
+    series = {(s.company, s.concept or "", s.unit) for s in pool}
+    for company, concept, unit in sorted(series, key=_series_order):
         facts = index.series(company, concept)
         yield from _series_growths(
             [b for key in near for b in facts.get(key, ()) if b.unit == unit], window
         )
+
+
+def _series_order(key: tuple[str | None, str, str | None]) -> tuple[object, ...]:
+    """A series' place among a pool's: by company, concept and unit (not by the order of
+    a set of strings, which differs from one process to the next)."""
+    company, concept, unit = key
+    return (company is None, company or "", concept, unit is None, unit or "")
 
 
 def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]:
