@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -35,6 +36,9 @@ from gateway.figures.periods import Span
 from gateway.figures.sources import Source
 
 MAX_POOL = 80
+OWN_LOOKS = 2
+"""Figures of a ratio's pool that look for their own value only, before its candidates
+are all made and sorted for the next ones."""
 _POINTS = re.compile(r"points?\b|pp\b", re.IGNORECASE)
 
 
@@ -57,11 +61,13 @@ _OWN_POOL = ("%", "x", "points")
 class Memo:
     """What one answer's check has worked out: each pool's candidate derivations, sorted
     by value. An amount's pool is its paragraph's sourced figures, which every amount of
-    the paragraph shares; a ratio's is most often its own, so the first figure asking
-    looks for its own value only (making no candidate of another value), and the pool's
-    candidates are all made only when a second one asks."""
+    the paragraph shares; a ratio's is most often its own, so the first figures asking
+    look for their own value only (making no candidate of another value), and the pool's
+    candidates are all made only when a third one asks (a pool's growth rates between
+    every two facts cost more than two looks for one value each, which skip the series
+    whose values are too close to reach it)."""
 
-    asked: set[tuple[str, frozenset[int]]] = field(default_factory=set)
+    asked: Counter[tuple[str, frozenset[int]]] = field(default_factory=Counter)
     candidates: dict[tuple[str, frozenset[int]], Candidates] = field(default_factory=dict)
 
     def of(
@@ -74,8 +80,8 @@ class Memo:
         key = (kind, frozenset(id(s) for s in pool))
         found = self.candidates.get(key)
         if found is None:
-            if kind in _OWN_POOL and key not in self.asked:
-                self.asked.add(key)
+            if kind in _OWN_POOL and self.asked[key] < OWN_LOOKS:
+                self.asked[key] += 1
                 return list(_candidates(kind, pool, index, window))
             found = self.candidates[key] = Candidates(list(_candidates(kind, pool, index, ANY)))
         return found.within(window)
@@ -181,11 +187,19 @@ def _growths(pool: list[Source], index: SourceIndex, window: Window) -> Iterator
     before or after (or another period in play)."""
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
-    for company, concept, unit in {(s.company, s.concept or "", s.unit) for s in pool}:
+    series = {(s.company, s.concept or "", s.unit) for s in pool}
+    for company, concept, unit in sorted(series, key=_series_order):
         facts = index.series(company, concept)
-        yield from _series_growths(
-            [b for key in near for b in facts.get(key, ()) if b.unit == unit], window
-        )
+        found = [b for key in near for b in facts.get(key, ()) if b.unit == unit]
+        if len(found) > 1 and not _below([b.value for b in found], window[0]):
+            yield from _series_growths(found, window)
+
+
+def _series_order(key: tuple[str | None, str, str | None]) -> tuple[object, ...]:
+    """A series' place among a pool's: by company, concept and unit (not by the order of
+    a set of strings, which differs from one process to the next)."""
+    company, concept, unit = key
+    return (company is None, company or "", concept, unit is None, unit or "")
 
 
 def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]:
@@ -209,6 +223,14 @@ def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]
                 rate = ((a_value / b_value) ** (1 / years) - 1) * 100 if years >= 2 else 0.0
                 if years >= 2 and low <= abs(rate) <= high:
                     yield f"cagr{years}", (a, series[j]), rate
+
+
+def _below(values: list[float], low: float) -> bool:
+    """Whether every growth (and every yearly rate compounded) between two of `values`, all
+    positive, is below `low` percent in size: none is more than the largest over the
+    smallest, less one (a compounded rate is less)."""
+    smallest = min(values)
+    return smallest > 0 and (max(values) - smallest) / smallest * 100 * (1 + 1e-9) < low
 
 
 def _ratios(

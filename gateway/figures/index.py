@@ -101,8 +101,7 @@ class SourceIndex:
         if found is None:
             found = self._series[(company, concept)] = {}
             for fact in self.facts.get((company, concept), ()):
-                assert fact.period is not None
-                found.setdefault((fact.period.end.year, fact.period.days > 300), []).append(fact)
+                found.setdefault(fact.period.series_key, []).append(fact)  # type: ignore[union-attr]
         return found
 
     def finish(self) -> SourceIndex:

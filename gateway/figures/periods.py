@@ -91,11 +91,14 @@ class Span:
     """0 for an instant."""
     _hash: int = field(init=False, compare=False, repr=False)
     """Worked out once: an index hashes its periods thousands of times."""
+    series_key: tuple[int, bool] = field(init=False, compare=False, repr=False)
+    """(The year it ends in, longer than 300 days): where a growth rate looks for it."""
 
     def __post_init__(self) -> None:
         days = 0 if self.start is None else (self.end - self.start).days
         object.__setattr__(self, "days", days)
         object.__setattr__(self, "_hash", hash((self.start, self.end)))
+        object.__setattr__(self, "series_key", (self.end.year, days > 300))
 
     def __hash__(self) -> int:
         return self._hash
