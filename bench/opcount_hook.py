@@ -21,6 +21,8 @@ from types import CodeType, FrameType
 from typing import Any
 
 _counts: dict[CodeType, int] = {}
+_calls: dict[tuple[CodeType, CodeType | None], int] = {}
+"""Frames entered (a coroutine's resumptions too), by code and caller's code."""
 
 
 def _local(frame: FrameType, event: str, arg: Any) -> Any:
@@ -31,6 +33,9 @@ def _local(frame: FrameType, event: str, arg: Any) -> Any:
 
 
 def _global(frame: FrameType, event: str, arg: Any) -> Any:
+    back = frame.f_back
+    key = (frame.f_code, None if back is None else back.f_code)
+    _calls[key] = _calls.get(key, 0) + 1
     frame.f_trace_lines = False
     frame.f_trace_opcodes = True
     return _local
@@ -38,19 +43,38 @@ def _global(frame: FrameType, event: str, arg: Any) -> Any:
 
 def _on(signum: int, frame: FrameType | None) -> None:
     _counts.clear()
+    _calls.clear()
     sys.settrace(_global)
 
 
 def _off(signum: int, frame: FrameType | None) -> None:
     sys.settrace(None)
     rows = [
-        {"file": code.co_filename, "line": code.co_firstlineno, "name": code.co_qualname, "n": n}
+        {"file": code.co_filename, "line": code.co_firstlineno, "name": _name(code), "n": n}
         for code, n in _counts.items()
+    ]
+    rows += [
+        {
+            "file": code.co_filename,
+            "line": code.co_firstlineno,
+            "name": _name(code),
+            "calls": n,
+            "caller": None if caller is None else f"{caller.co_filename}:{_name(caller)}",
+        }
+        for (code, caller), n in _calls.items()
     ]
     out = os.environ["OPCOUNT_OUT"]
     with open(out + ".part", "w") as file:
         json.dump(rows, file)
     os.replace(out + ".part", out)
+
+
+def _name(code: CodeType) -> str:
+    """Its qualified name; for code made by `exec` (a dataclass's `__init__`, say), with
+    its first arguments, which tell whose it is."""
+    if code.co_filename != "<string>":
+        return code.co_qualname
+    return f"{code.co_qualname}({', '.join(code.co_varnames[: min(code.co_argcount, 4)])})"
 
 
 def main() -> None:

@@ -100,7 +100,12 @@ async def count_opcodes(
         raise RuntimeError(f"{label}: {result['error_samples']}")
     counts: dict[str, float] = defaultdict(float)
     for row in rows:
-        counts[f"{_short(row['file'], root)}:{row['line']} {row['name']}"] += row["n"] / runs
+        where = f"{_short(row['file'], root)}:{row['line']} {row['name']}"
+        if "calls" in row:  # frames entered, by caller: `calls <- caller` keys
+            caller = row["caller"] and _short(row["caller"], root)
+            counts[f"calls {where} <- {caller}"] += row["calls"] / runs
+        else:
+            counts[where] += row["n"] / runs
     return dict(counts)
 
 
@@ -128,9 +133,14 @@ def report(trees: list[str], counts: dict[str, list[dict[str, float]]], top: int
         }
         for tree, rounds in counts.items()
     }
+    calls = {
+        tree: {k: n for k, n in c.items() if k.startswith("calls ")} for tree, c in mean.items()
+    }
+    mean = {tree: {k: n for k, n in c.items() if k not in calls[tree]} for tree, c in mean.items()}
     for tree in trees:
+        rounds = [sum(n for k, n in r.items() if not k.startswith("calls ")) for r in counts[tree]]
         print(f"{tree}: {sum(mean[tree].values()):,.0f} opcodes a run (rounds: "
-              + ", ".join(f"{sum(r.values()):,.0f}" for r in counts[tree]) + ")")  # fmt: skip
+              + ", ".join(f"{n:,.0f}" for n in rounds) + ")")  # fmt: skip
     first = trees[0]
     for other in trees[1:]:
         for title, a, b in (
@@ -161,7 +171,8 @@ async def main(args: argparse.Namespace) -> None:
                         got: Any = await count_opcodes(
                             bench, label, roots[tree], args.runs, args.warm_up
                         )
-                        shown = f"{sum(got.values()):,.0f} opcodes"
+                        total = sum(n for k, n in got.items() if not k.startswith("calls "))
+                        shown = f"{total:,.0f} opcodes"
                     else:
                         with tempfile.TemporaryDirectory() as folder:
                             got = await count_instructions(
