@@ -38,6 +38,16 @@ class CallSpan:
         self._metrics = metrics
         self._observer = observer
 
+    def __enter__(self) -> CallSpan:
+        return self
+
+    def __exit__(self, _: object, exc: BaseException | None, __: object) -> None:
+        # A class, not a generator's context manager: one per model call.
+        if exc is not None:
+            _record_error(self.span, exc)
+        self.span.set_attribute("gateway.retries", self.retries)
+        self.span.end()
+
     def hooks(self, state: Any) -> CallHooks:
         """What the seam reports back: the turn in use (kept on `state.current` so a run
         cut off mid-turn still has its text), each retry, each failure."""
@@ -166,8 +176,8 @@ class RunObserver:
         if audit is not None:
             audit.run_start(endpoint, model)
 
-    @contextmanager
-    def model_call(self, turn: int, call: ModelCall) -> Iterator[CallSpan]:
+    def model_call(self, turn: int, call: ModelCall) -> CallSpan:
+        """`with`: the call's span, ended on the way out (an error recorded on it)."""
         span = self._tracer.start_span(
             f"chat {call.model}",
             context=self._context,
@@ -182,15 +192,7 @@ class RunObserver:
             if self._recording
             else None,
         )
-        watch = CallSpan(span, self.metrics, self)
-        try:
-            yield watch
-        except BaseException as exc:
-            _record_error(span, exc)
-            raise
-        finally:
-            span.set_attribute("gateway.retries", watch.retries)
-            span.end()
+        return CallSpan(span, self.metrics, self)
 
     @contextmanager
     def tool(self, use: dict[str, Any]) -> Iterator[ToolSpan]:
