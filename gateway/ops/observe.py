@@ -171,8 +171,9 @@ class RunObserver:
         self._context = trace.set_span_in_context(self.span)
         context = self.span.get_span_context()
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
-        metrics.active_streams.labels(endpoint).inc()
-        metrics.runs_started.labels(endpoint).inc()
+        self._active, started = metrics.run_series(endpoint)
+        self._active.inc()
+        started.inc()
         if audit is not None:
             audit.run_start(endpoint, model)
 
@@ -271,12 +272,11 @@ class RunObserver:
             self.metrics.max_turns_reached.inc()
 
     def count_tokens(self, model: str, upstream: str, usage: dict[str, int]) -> None:
-        m = self.metrics
-        m.tokens_input.labels(model, upstream).inc(usage.get("input_tokens", 0))
-        m.tokens_output.labels(model, upstream).inc(usage.get("output_tokens", 0))
-        m.cache_read_tokens.labels(model, upstream).inc(usage.get("cache_read_input_tokens", 0))
-        created = usage.get("cache_creation_input_tokens", 0)
-        m.cache_creation_tokens.labels(model, upstream).inc(created)
+        inputs, outputs, read, created = self.metrics.token_series(model, upstream)
+        inputs.inc(usage.get("input_tokens", 0))
+        outputs.inc(usage.get("output_tokens", 0))
+        read.inc(usage.get("cache_read_input_tokens", 0))
+        created.inc(usage.get("cache_creation_input_tokens", 0))
 
     def refused(self, category: str | None) -> None:
         """A run the model refused, by its category (`events.REFUSAL_CATEGORIES`, `other`,
@@ -309,7 +309,7 @@ class RunObserver:
         """Record the run's end (`outcome` is an outcome or an error code); returns ms."""
         elapsed = time.monotonic() - self.started
         m = self.metrics
-        m.active_streams.labels(self.endpoint).dec()
+        self._active.dec()
         m.runs.labels(self.endpoint, outcome).inc()
         m.run_duration_s.labels(self.endpoint).observe(elapsed)
         m.stream_duration_ms.labels(self.model).observe(elapsed * 1000)
