@@ -97,8 +97,6 @@ class HTTP1Client:
         self._ssl = ssl_context
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._open: set[_Connection] = set()
-        self._last: tuple[URL, tuple[str, str, int], bytes] | None = None
-        """The URL last posted to, its connections' key and its request head (`_target`)."""
 
     def post(
         self,
@@ -128,7 +126,7 @@ class HTTP1Client:
         on_body: Callable[[bytes], None],
         received: dict[str, str] | None,
     ) -> Answer | None:
-        key = self._target(url)[0]
+        key = (url.scheme, url.host or "", url.port or 0)
         while True:
             conn = self._reused(key)
             reused = conn is not None
@@ -169,25 +167,14 @@ class HTTP1Client:
 
     def _request(self, url: URL, body: bytes, headers: Mapping[str, str] | bytes) -> bytes:
         block = headers if isinstance(headers, bytes) else header_block(headers)
-        return self._target(url)[1] + b"%d\r\n" % len(body) + block + b"\r\n" + body
-
-    def _target(self, url: URL) -> tuple[tuple[str, str, int], bytes]:
-        """`url`'s connections' key and its request head up to the body's length, made
-        once for the URL last posted to (a client posts to one endpoint, mostly)."""
-        last = self._last
-        if last is not None and last[0] is url:
-            return last[1], last[2]
-        key = (url.scheme, url.host or "", url.port or 0)
         via_proxy = self._proxy is not None and url.scheme == "http"
         target = str(url) if via_proxy else url.raw_path_qs  # yarl's: no CR or LF in them
         lines = [f"POST {target} HTTP/1.1", f"Host: {url.raw_authority}"]
         if via_proxy:
             lines += _proxy_auth(cast(URL, self._proxy))
         # Bodies are not decoded here: the answer comes as sent or is refused.
-        lines += ["Accept-Encoding: identity", "Content-Length: "]
-        head = "\r\n".join(lines).encode("latin-1")
-        self._last = (url, key, head)
-        return key, head
+        lines += ["Accept-Encoding: identity", f"Content-Length: {len(body)}", ""]
+        return "\r\n".join(lines).encode("latin-1") + block + b"\r\n" + body
 
     async def _connect(self, url: URL) -> _Connection:
         loop = asyncio.get_running_loop()
