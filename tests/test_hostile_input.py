@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -95,6 +96,29 @@ async def test_a_body_that_never_finishes_is_408(make_gateway: GatewayFactory) -
     )
     assert error_code(head, answer, 408) == "VALIDATION_ERROR"
     assert time.monotonic() - started < 5
+
+
+async def test_a_body_that_came_whole_is_read_without_a_deadline(
+    make_gateway: GatewayFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a body still on its way gets the read deadline (a timer each): one that came
+    with its head is there to read. Its errors are the same."""
+    from gateway.http import body as module
+
+    def _no_deadline(_: float) -> Any:
+        raise AssertionError("a deadline was set for a body that had all arrived")
+
+    monkeypatch.setattr(module, "asyncio", SimpleNamespace(timeout=_no_deadline))
+    client = await make_gateway(gateway_body_timeout_s=0.5)
+    body = b'{"query": '
+    head, answer = await raw_exchange(
+        client,
+        b"POST /api/stream HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n" % len(body),
+        body,
+    )
+    assert error_code(head, answer, 400) == "VALIDATION_ERROR"
+    assert b"not valid JSON" in answer
 
 
 async def test_posts_from_other_origins_are_refused(make_gateway: GatewayFactory) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import re
 from typing import Any
 
+import pytest
 from aiohttp import web
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -182,6 +183,17 @@ def test_an_unrecorded_span_is_a_child_with_an_id_of_its_own() -> None:
     assert trace.get_current_span() is trace.INVALID_SPAN  # detached on leaving
     other = tracer.start_span("another root").get_span_context()
     assert other.trace_id != parent.trace_id
+
+
+def test_an_unrecorded_current_span_lets_errors_through_and_detaches() -> None:
+    tracer = UnrecordedTracer()
+    with pytest.raises(KeyError), tracer.start_as_current_span("outer") as outer:
+        with tracer.start_as_current_span("inner", kind=trace.SpanKind.SERVER) as inner:
+            assert trace.get_current_span() is inner
+            assert inner.get_span_context().trace_id == outer.get_span_context().trace_id
+        assert trace.get_current_span() is outer
+        raise KeyError("x")
+    assert trace.get_current_span() is trace.INVALID_SPAN
 
 
 async def _events(response: Any) -> Any:

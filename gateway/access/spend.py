@@ -94,13 +94,21 @@ class Spend:
     ) -> None:
         """Charge one finished run (or batch question): at once to an in-memory ledger,
         else in the background. Zero amounts are left out."""
+        series = self._series.get((name, model, batch_question))
+        if series is None:  # the labels' series are looked up once per key and model
+            series = self._series[(name, model, batch_question)] = self._new_series(
+                name, model, batch_question
+            )
+        runs, spent, tokens = series
+        runs.inc()
         amounts: dict[str, float] = {"batch_questions" if batch_question else "runs": 1}
-        for field in TOKEN_CLASSES:
+        for field, counter in tokens:  # TOKEN_CLASSES, in order
             if value := usage.get(field):
                 amounts[field] = value
+                counter.inc(value)
         if usd:
             amounts["usd"] = usd
-        self._count(name, model, amounts, batch_question)
+            spent.inc(usd)
         if self.ledger.add_now(name, model, periods(time.time()), amounts):
             return
         task = asyncio.get_running_loop().create_task(self._charge(name, model, amounts))
@@ -114,18 +122,6 @@ class Spend:
     async def close(self) -> None:
         await self.settled()
         await self.ledger.close()
-
-    def _count(self, name: str, model: str, amounts: dict[str, float], batch: bool) -> None:
-        series = self._series.get((name, model, batch))
-        if series is None:  # the labels' series are looked up once per key and model
-            series = self._series[(name, model, batch)] = self._new_series(name, model, batch)
-        runs, usd, tokens = series
-        runs.inc()
-        if "usd" in amounts:
-            usd.inc(amounts["usd"])
-        for field, counter in tokens:
-            if field in amounts:
-                counter.inc(amounts[field])
 
     def _new_series(self, name: str, model: str, batch: bool) -> Series:
         metrics = self._metrics

@@ -24,8 +24,10 @@ from aiohttp.abc import AbstractAccessLogger
 
 from gateway.http import keys
 
-LEFT = web.RequestKey("left", str)
-"""Why a response ended before it was whole (see above); absent when it was."""
+LEFT: web.RequestKey[str | None] = web.RequestKey("left")
+"""Why a response ended before it was whole (see above); None (or absent: a request no
+middleware saw) when it was. Set to None first: `request.get` of a key never set raises
+and catches a KeyError inside aiohttp, on every line."""
 STREAM = web.RequestKey("stream", web.StreamResponse)
 """A stream's response, set by its handler: what the client was sent if it leaves."""
 CLIENT_CLOSED = 499

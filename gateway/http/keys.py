@@ -52,7 +52,7 @@ FILES: web.AppKey[FileOwners] = web.AppKey("files")  # who owns code execution's
 REQUEST_ID = web.RequestKey("request_id", str)  # set by the middleware
 LIMIT_HEADERS = web.RequestKey("limit_headers", dict[str, str])  # set when a run starts
 CALLER = web.RequestKey("caller", str)  # the key's name, set by the auth middleware
-TENANT: web.RequestKey[Tenant] = web.RequestKey("tenant")  # None when the API is open
+TENANT: web.RequestKey[Tenant | None] = web.RequestKey("tenant")  # None when the API is open
 # Bytes a stream wrote to its transport past aiohttp's writer (`SSEWriter.write_now`),
 # which the access log adds to what aiohttp counted.
 SENT_DIRECTLY = web.RequestKey("sent_directly", int)

@@ -54,6 +54,7 @@ async def observe_requests(request: web.Request, handler: Handler) -> web.Stream
     """One server span per request (continuing the caller's `traceparent`), its duration
     by route template, and `x-request-id` on every response."""
     request[keys.REQUEST_ID] = request_id_of(request)
+    request[LEFT] = None  # whole, until a handler or `_left` says otherwise
     route = route_of(request)
     started = time.perf_counter()
     status = 500
@@ -101,7 +102,7 @@ def _left(request: web.Request, started: float) -> int:
     response = request.get(STREAM)
     if response is None or not response.prepared:
         response = web.Response(status=CLIENT_CLOSED)
-    if LEFT not in request:
+    if request.get(LEFT) is None:
         runs = request.app.get(keys.RUNS)
         request[LEFT] = "closed_at_shutdown" if runs and runs.stopping else "client_left"
     logger = request.protocol.access_logger

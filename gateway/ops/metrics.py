@@ -425,8 +425,34 @@ class Metrics:
         self.audit_dropped = Counter(
             "gateway_audit_dropped_total", "Audit lines dropped: the audit queue was full."
         )
+        self._tokens: dict[tuple[str, str], tuple[Total, Total, Total, Total]] = {}
+        self._runs: dict[str, tuple[Value, Total]] = {}
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(self)  # a collector: `collect()` at every scrape
+
+    def token_series(self, model: str, upstream: str) -> tuple[Total, Total, Total, Total]:
+        """A model call's token counters (input, output, cache read, cache creation) for
+        its model and upstream: the four looked up once, not four times a call."""
+        found = self._tokens.get((model, upstream))
+        if found is None:
+            found = self._tokens[(model, upstream)] = (
+                self.tokens_input.labels(model, upstream),
+                self.tokens_output.labels(model, upstream),
+                self.cache_read_tokens.labels(model, upstream),
+                self.cache_creation_tokens.labels(model, upstream),
+            )
+        return found
+
+    def run_series(self, endpoint: str) -> tuple[Value, Total]:
+        """A run's `active_streams` and `runs_started` series for its endpoint, looked up
+        once."""
+        found = self._runs.get(endpoint)
+        if found is None:
+            found = self._runs[endpoint] = (
+                self.active_streams.labels(endpoint),
+                self.runs_started.labels(endpoint),
+            )
+        return found
 
     def collect(self) -> Iterator[Metric]:
         for instrument in self.instruments():

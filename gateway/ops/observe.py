@@ -38,6 +38,16 @@ class CallSpan:
         self._metrics = metrics
         self._observer = observer
 
+    def __enter__(self) -> CallSpan:
+        return self
+
+    def __exit__(self, _: object, exc: BaseException | None, __: object) -> None:
+        # A class, not a generator's context manager: one per model call.
+        if exc is not None:
+            _record_error(self.span, exc)
+        self.span.set_attribute("gateway.retries", self.retries)
+        self.span.end()
+
     def hooks(self, state: Any) -> CallHooks:
         """What the seam reports back: the turn in use (kept on `state.current` so a run
         cut off mid-turn still has its text), each retry, each failure."""
@@ -161,13 +171,14 @@ class RunObserver:
         self._context = trace.set_span_in_context(self.span)
         context = self.span.get_span_context()
         self.trace_id = format(context.trace_id, "032x") if context.is_valid else None
-        metrics.active_streams.labels(endpoint).inc()
-        metrics.runs_started.labels(endpoint).inc()
+        self._active, started = metrics.run_series(endpoint)
+        self._active.inc()
+        started.inc()
         if audit is not None:
             audit.run_start(endpoint, model)
 
-    @contextmanager
-    def model_call(self, turn: int, call: ModelCall) -> Iterator[CallSpan]:
+    def model_call(self, turn: int, call: ModelCall) -> CallSpan:
+        """`with`: the call's span, ended on the way out (an error recorded on it)."""
         span = self._tracer.start_span(
             f"chat {call.model}",
             context=self._context,
@@ -182,15 +193,7 @@ class RunObserver:
             if self._recording
             else None,
         )
-        watch = CallSpan(span, self.metrics, self)
-        try:
-            yield watch
-        except BaseException as exc:
-            _record_error(span, exc)
-            raise
-        finally:
-            span.set_attribute("gateway.retries", watch.retries)
-            span.end()
+        return CallSpan(span, self.metrics, self)
 
     @contextmanager
     def tool(self, use: dict[str, Any]) -> Iterator[ToolSpan]:
@@ -269,12 +272,11 @@ class RunObserver:
             self.metrics.max_turns_reached.inc()
 
     def count_tokens(self, model: str, upstream: str, usage: dict[str, int]) -> None:
-        m = self.metrics
-        m.tokens_input.labels(model, upstream).inc(usage.get("input_tokens", 0))
-        m.tokens_output.labels(model, upstream).inc(usage.get("output_tokens", 0))
-        m.cache_read_tokens.labels(model, upstream).inc(usage.get("cache_read_input_tokens", 0))
-        created = usage.get("cache_creation_input_tokens", 0)
-        m.cache_creation_tokens.labels(model, upstream).inc(created)
+        inputs, outputs, read, created = self.metrics.token_series(model, upstream)
+        inputs.inc(usage.get("input_tokens", 0))
+        outputs.inc(usage.get("output_tokens", 0))
+        read.inc(usage.get("cache_read_input_tokens", 0))
+        created.inc(usage.get("cache_creation_input_tokens", 0))
 
     def refused(self, category: str | None) -> None:
         """A run the model refused, by its category (`events.REFUSAL_CATEGORIES`, `other`,
@@ -307,7 +309,7 @@ class RunObserver:
         """Record the run's end (`outcome` is an outcome or an error code); returns ms."""
         elapsed = time.monotonic() - self.started
         m = self.metrics
-        m.active_streams.labels(self.endpoint).dec()
+        self._active.dec()
         m.runs.labels(self.endpoint, outcome).inc()
         m.run_duration_s.labels(self.endpoint).observe(elapsed)
         m.stream_duration_ms.labels(self.model).observe(elapsed * 1000)

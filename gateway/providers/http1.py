@@ -403,17 +403,20 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks
 
     def on_status(self, reason: bytes) -> None:
-        self._count_head(len(reason) + 15)  # with "HTTP/1.1 200 " and CRLF
+        self._header_bytes += len(reason) + 15  # with "HTTP/1.1 200 " and CRLF
+        if self._header_bytes > HEAD_LIMIT:
+            self._head_too_large()
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count_head(len(name) + len(value) + 4)  # as on the wire: ": " and CRLF
+        # Counted here, not in a call per header: a run's answer has a dozen or more.
+        self._header_bytes += len(name) + len(value) + 4  # as on the wire: ": " and CRLF
+        if self._header_bytes > HEAD_LIMIT:
+            self._head_too_large()
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
-    def _count_head(self, size: int) -> None:
-        self._header_bytes += size
-        if self._header_bytes > HEAD_LIMIT:
-            self._error = ProtocolError(_too_large(self._header_bytes))
-            raise self._error
+    def _head_too_large(self) -> None:
+        self._error = ProtocolError(_too_large(self._header_bytes))
+        raise self._error
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()

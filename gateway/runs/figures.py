@@ -5,6 +5,7 @@ counts in `final.figures` and the `gateway_answer_figures_total` metric."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,9 @@ MAX_ANSWER_CHARS = 16_000
 """Longer answers are not checked (a `warning` `figure_check_skipped` says so): the check
 runs on the event loop, about 1.5 ms per 1,000 characters, and a 20,000-delta answer of
 numbers cost ~160 ms of it (bench case 1a)."""
+_DIGIT = re.compile(r"\d")
+"""Every figure the check reads has a digit (`figures.extract`: amounts, percentages,
+accession numbers and CIKs all match `\\d`); an answer without one has none to check."""
 SKIPPED = "The answer is longer than the figure check reads ({chars:,} characters): not checked"
 
 Annotate = Callable[[Final], Event | None]
@@ -36,6 +40,9 @@ def _annotate(messages: list[dict[str, Any]], observer: RunObserver, final: Fina
         return events.warning(
             "figure_check_skipped", SKIPPED.format(chars=MAX_ANSWER_CHARS), final["turns"]
         )
+    if _DIGIT.search(answer) is None:  # no figure: no index to build, nothing to count
+        final["figures"] = dict.fromkeys(figures.STATUSES, 0)
+        return None
     report = figures.check(answer, figures.build(messages), question(messages))
     if final["outcome"] != "completed":
         _drop_cut_off(report, answer)

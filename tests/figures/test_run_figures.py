@@ -5,18 +5,21 @@ offsets into `final.result`, the counts in `final`, `/api/research` and the metr
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpClient
 
+from gateway import figures
 from gateway.figures.extract import MAX_FIGURES
 from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
-from gateway.runs.figures import MAX_ANSWER_CHARS
+from gateway.runs.figures import MAX_ANSWER_CHARS, _annotate
 from gateway.runs.loop import LoopDeps
 from gateway.runs.manager import RunManager
 from gateway.runs.run import Run, RunRequest
@@ -226,3 +229,34 @@ async def test_the_longest_answer_checked(fake: FakeAnthropic, gateway: Client) 
     figures, final = events[-2], events[-1]
     assert figures["type"] == "figures" and len(figures["figures"]) > 1_000
     assert len(figures["figures"]) <= MAX_FIGURES and final["figures"]["unsourced"] > 1_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello there, researcher.",
+        "",
+        "Five billion dollars, up ten percent: $ and % alone, 10-K without its form's digits.",
+        "Revenue was $5.2 billion, CIK 320193, 0000320193-23-000106.",
+        "Revenue was $٥ billion.",  # a digit of another script is a digit to the check
+    ],
+)
+def test_an_answer_without_a_digit_is_not_checked_and_counts_the_same(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = figures.check(text, figures.build([]), "").counts()
+    digits = any(c.isdecimal() for c in text)
+    if not digits:  # neither the index nor the check is made for such an answer
+
+        def _never(*_: Any) -> Any:
+            raise AssertionError("the check ran on an answer without a digit")
+
+        monkeypatch.setattr(figures, "build", _never)
+        monkeypatch.setattr(figures, "check", _never)
+    counted: list[dict[str, int]] = []
+    observer: Any = SimpleNamespace(count_figures=lambda model, counts: counted.append(counts))
+    final: Any = {"result": text, "outcome": "completed", "model": "m", "turns": 1}
+    event = _annotate([{"role": "user", "content": "q"}], observer, final)
+    assert final["figures"] == expected
+    assert (event is None) == (sum(expected.values()) == 0)
+    assert counted == ([expected] if digits else [])

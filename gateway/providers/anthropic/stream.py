@@ -427,10 +427,10 @@ class TurnTranslator:
             self.stop_details = delta["stop_details"]
         if delta.get("container") is not None:
             self._take_container(delta["container"])
-        self._take_usage(raw.get("usage"))
-        usage = raw.get("usage") or {}
+        usage = raw.get("usage")
+        self._take_usage(usage)
         iterations = usage.get("iterations") if isinstance(usage, dict) else None
-        compactions = [i for i in iterations or () if i.get("type") == "compaction"]
+        compactions = [i for i in iterations if i.get("type") == "compaction"] if iterations else ()
         if compactions:
             self._compaction_usage = {
                 key: sum(int(i.get(key) or 0) for i in compactions) for key in events.USAGE_KEYS
@@ -440,7 +440,8 @@ class TurnTranslator:
                     self.turn, "compact", None, None, usage=dict(self._compaction_usage)
                 )
             )
-        applied = (raw.get("context_management") or {}).get("applied_edits") or ()
+        management = raw.get("context_management")
+        applied = (management.get("applied_edits") or ()) if management else ()
         for edit in applied:
             strategy = str(edit.get("type", "")).rsplit("_", 1)[0]
             extra = {}
@@ -465,9 +466,10 @@ class TurnTranslator:
         """The call's own tokens are the context; compaction's are billed on top (the API
         reports them apart, in `usage.iterations`)."""
         self.context_tokens = sum(self.usage.values())
-        for key, value in self._compaction_usage.items():
-            self.usage[key] = self.usage.get(key, 0) + value
-        self._compaction_usage = {}
+        if self._compaction_usage:  # most calls compact nothing
+            for key, value in self._compaction_usage.items():
+                self.usage[key] = self.usage.get(key, 0) + value
+            self._compaction_usage = {}
 
     def _take_usage(self, usage: Any) -> None:
         # message_delta usage is cumulative for the call: later values replace earlier ones.
