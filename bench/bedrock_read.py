@@ -140,7 +140,7 @@ class Bench:
             return relayed
         decoder = SSEDecoder() if mode == "sse" else EventStreamDecoder()
         url = self.base / mode
-        await cloud_http.relay(self.http, url, b"{}", {}, decoder, turn, emit)
+        await cloud_http.relay(self.http, url, [b"{}"], {}, decoder, turn, emit)
         turn.finish()
         return relayed
 
