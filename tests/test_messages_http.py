@@ -270,6 +270,47 @@ async def test_no_frame_holds_the_body_while_the_answer_streams() -> None:
     assert held and held[0] < 1_000_000  # the 4 MB message, its JSON and the request
 
 
+async def test_a_streamed_answer_keeps_only_its_request_id_of_its_headers() -> None:
+    """The answer's headers are read at its head; of them a stream keeps only the
+    `request-id`, which a failure mid-answer still names."""
+    many = b"".join(b"x-header-%03d: %b\r\n" % (i, b"v" * 100) for i in range(400))
+    ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: req_1\r\n"
+        + many
+        + b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(head)
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the head read and let go before the body's read
+        writer.write(b"%x\r\n%b\r\n" % (len(ping), ping))
+        await writer.drain()
+        writer.close()  # the answer cut short
+
+    held: list[int] = []
+
+    def on_payloads(payloads: list[bytes]) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+
+    async with Server(answer).running() as url:
+        base_url = str(url.with_path(""))
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=base_url) as client:
+            http = MessagesHTTP(client)
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                with pytest.raises(UpstreamFailure) as failure:
+                    await http.stream(BODY, on_payloads)
+            finally:
+                tracemalloc.stop()
+                await http.close()
+    assert failure.value.code == "NETWORK_ERROR"
+    assert failure.value.details["upstream_request_id"] == "req_1"
+    assert held and held[0] < 20_000  # 400 headers of ~115 bytes were kept, ~100 KB
+
+
 async def test_a_gzip_encoded_stream_is_refused_not_parsed() -> None:
     encoded = gzip.compress(b'event: ping\ndata: {"type":"ping"}\n\n')
     answer = (

@@ -75,13 +75,18 @@ class MessagesHTTP:
         holds it, or the copies made to build it (the breakpoints' message and tool
         lists), while the answer streams (~1.3 KB a stream in the bench)."""
         decoder = SSEDecoder()
+        received: dict[str, str] = {}  # the answer's headers, for its request-id
+        head_whole = False
 
         def on_body(chunk: bytes) -> None:
+            nonlocal head_whole
+            if not head_whole:  # a streamed answer's headers are read: keep what is needed
+                head_whole = True
+                _keep_request_id(received)
             payloads = decoder.feed(chunk)
             if payloads:
                 on_payloads(payloads)
 
-        received: dict[str, str] = {}  # the answer's headers, for its request-id
         # a call's own headers (its betas) checked and formatted with it
         headers = self._headers + header_block(extra_headers) if extra_headers else self._headers
         # The body inline, in no local: the client lets go of it at the answer's first
@@ -141,6 +146,15 @@ def answer_failure(status: int, body: Any, headers: Mapping[str, str]) -> Upstre
     if isinstance(request_id, str) and request_id:
         failure.details["upstream_request_id"] = request_id
     return failure
+
+
+def _keep_request_id(headers: dict[str, str]) -> None:
+    """Of a streamed answer's headers, only its `request-id` is read again (for a failure
+    mid-answer): the Messages API sends ~25, a few KB a stream for as long as it is open."""
+    request_id = headers.get("request-id")
+    headers.clear()
+    if request_id is not None:
+        headers["request-id"] = request_id
 
 
 def _with_request_id(failure: UpstreamFailure, headers: Mapping[str, str]) -> UpstreamFailure:
