@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tracemalloc
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp import web
+from aiohttp.streams import StreamReader
+from aiohttp.test_utils import TestClient, make_mocked_request
 
+from gateway.http import keys
+from gateway.http.body import read_body
+from gateway.settings import Settings
 from tests.conftest import GatewayFactory
 
 Client = TestClient[Any, Any]
@@ -141,3 +148,24 @@ async def test_every_response_says_nosniff(gateway: Client) -> None:
         await gateway.post("/api/stream", json={}),
     ):
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_a_read_body_is_not_kept_on_the_request() -> None:
+    """aiohttp's `request.read()` keeps its copy on the request, and a stream's request
+    lives as long as the stream: the body is read so that the caller's is the only one."""
+    data = b'{"query": "' + b"x" * 800_000 + b'"}'
+    protocol = mock.Mock(_reading_paused=False)
+    payload = StreamReader(protocol, 2**16, loop=asyncio.get_running_loop())
+    payload.feed_data(data)
+    payload.feed_eof()
+    app = web.Application()
+    app[keys.SETTINGS] = Settings(_env_file=None)
+    request = make_mocked_request("POST", "/api/stream", app=app, payload=payload)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        assert await read_body(request) == data
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 100_000

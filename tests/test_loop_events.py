@@ -4,6 +4,8 @@ over turns, a result cut to the cap, and a tool's result in blocks."""
 
 from __future__ import annotations
 
+import gc
+import types
 from typing import Any
 
 from aiohttp.test_utils import TestServer
@@ -12,8 +14,9 @@ from pytest_aiohttp import AiohttpClient
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
 from gateway.pricing import WEB_SEARCH_KEY
+from gateway.runs.loop import run_loop
 from gateway.runs.tools import StaticToolset
-from tests.conftest import GatewayFactory, settings_for, stream, unmarked
+from tests.conftest import GatewayFactory, iter_events, settings_for, stream, unmarked
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
 from tools.base import RichResult, Tool, ToolContext, ToolInput
 from tools.registry import ToolRegistry
@@ -122,3 +125,24 @@ async def test_tool_calls_in_a_turn_that_ended_otherwise_are_not_run(
     ran = ("tool_executing", "tool_result", "tool_error")
     assert not [e for e in events if e["type"] == "tool_call" and e["phase"] in ran]
     assert (events[-1]["outcome"], events[-1]["turns"], len(fake.requests)) == ("max_tokens", 1, 1)
+
+
+async def test_the_run_holds_no_event_it_logged(
+    make_gateway: GatewayFactory, fake: FakeAnthropic
+) -> None:
+    """An event is serialised into the log and let go: the run's frame held its opening
+    events (`system_info`, `system_init`) for as long as the stream was open."""
+    fake.add(Reply([Text("word " * 40, chunk=5)], delay_s=0.01))
+    client = await make_gateway()
+    response = await client.post("/api/stream", json={"query": "x"})
+    async for event in iter_events(response):
+        if event["type"] == "delta":
+            break
+    loops = [
+        o for o in gc.get_objects()
+        if isinstance(o, types.CoroutineType) and o.cr_code is run_loop.__code__
+    ]  # fmt: skip
+    assert len(loops) == 1 and loops[0].cr_frame is not None  # mid-stream
+    held = [v for v in loops[0].cr_frame.f_locals.values() if isinstance(v, dict) and "seq" in v]
+    assert held == []
+    await response.read()

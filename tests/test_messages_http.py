@@ -10,6 +10,7 @@ import gzip
 import resource
 import socket
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UpstreamFailure
-from gateway.providers.anthropic.provider import status_failure
+from gateway.providers.anthropic.provider import AnthropicProvider, status_failure
 from gateway.providers.anthropic.stream import failure_from_error_body
 from gateway.providers.anthropic.transport import MessagesHTTP
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text
@@ -226,6 +227,88 @@ async def test_an_error_body_cut_short_keeps_its_status_and_code() -> None:
         "AUTHENTICATION_ERROR", False, 401
     )  # fmt: skip
     assert got.message == "Upstream answered HTTP 401; its body was cut short"
+
+
+async def test_no_frame_holds_the_body_while_the_answer_streams() -> None:
+    """The call's parameters, and the copies made to build them, are let go once
+    serialised: a stream held them, through two frames, until it ended."""
+    ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).lower()
+        left = int(head.split(b"content-length: ")[1].split(b"\r\n")[0])
+        while left:  # the whole request first: none of it waits in the client's buffer
+            left -= len(await reader.read(min(left, 1 << 16)))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(ping), ping))
+        await writer.drain()
+        writer.close()
+
+    held: list[int] = []
+
+    def on_payloads(payloads: list[bytes]) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)  # it keeps no request
+    base_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=base_url) as client:
+            provider = AnthropicProvider(client, "claude-sonnet-5")
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                # Inline: the test's frame holds nothing of it either.
+                await provider.stream(
+                    BODY | {"messages": [{"role": "user", "content": "x" * 4_000_000}]},
+                    on_payloads,
+                    betas=("b-1",),
+                )
+            finally:
+                tracemalloc.stop()
+                await provider.close()
+    finally:
+        server.close()
+    assert held and held[0] < 1_000_000  # the 4 MB message, its JSON and the request
+
+
+async def test_a_streamed_answer_keeps_only_its_request_id_of_its_headers() -> None:
+    """The answer's headers are read at its head; of them a stream keeps only the
+    `request-id`, which a failure mid-answer still names."""
+    many = b"".join(b"x-header-%03d: %b\r\n" % (i, b"v" * 100) for i in range(400))
+    ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: req_1\r\n"
+        + many
+        + b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(head)
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the head read and let go before the body's read
+        writer.write(b"%x\r\n%b\r\n" % (len(ping), ping))
+        await writer.drain()
+        writer.close()  # the answer cut short
+
+    held: list[int] = []
+
+    def on_payloads(payloads: list[bytes]) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+
+    async with Server(answer).running() as url:
+        base_url = str(url.with_path(""))
+        async with anthropic.AsyncAnthropic(api_key="k", base_url=base_url) as client:
+            http = MessagesHTTP(client)
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                with pytest.raises(UpstreamFailure) as failure:
+                    await http.stream(BODY, on_payloads)
+            finally:
+                tracemalloc.stop()
+                await http.close()
+    assert failure.value.code == "NETWORK_ERROR"
+    assert failure.value.details["upstream_request_id"] == "req_1"
+    assert held and held[0] < 20_000  # 400 headers of ~115 bytes were kept, ~100 KB
 
 
 async def test_a_gzip_encoded_stream_is_refused_not_parsed() -> None:

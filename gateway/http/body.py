@@ -94,15 +94,29 @@ async def read_body(request: web.Request) -> bytes:
     """The whole body within the read deadline: a client that withholds its last byte
     holds a connection and a buffer until then, not for good."""
     if request.content.is_eof():  # all of it is here (most bodies come with their head):
-        return await request.read()  # reading waits for nothing, so no deadline to set
+        return await _read_whole(request)  # reading waits for nothing: no deadline to set
     timeout_s = request.app[keys.SETTINGS].gateway_body_timeout_s
     try:
         async with asyncio.timeout(timeout_s):
-            return await request.read()  # over client_max_size: aiohttp raises 413
+            return await _read_whole(request)
     except TimeoutError:
         raise ValidationFailed(
             f"The request body did not arrive within {timeout_s:g} s", status=408
         ) from None
+
+
+async def _read_whole(request: web.Request) -> bytes:
+    """The body, as `request.read()` reads it (413 over `client_max_size`), without the
+    copy aiohttp keeps on the request: a stream's request lives as long as the stream."""
+    limit, content = request.client_max_size, request.content
+    if limit:
+        content.set_read_chunk_size(limit)
+    body = bytearray()
+    while chunk := await content.readany():
+        body += chunk
+        if limit and len(body) > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
+    return bytes(body)
 
 
 def too_deep(value: Any, limit: int) -> bool:

@@ -143,17 +143,24 @@ async def run_loop(config: LoopConfig, deps: LoopDeps, state: RunState, emit: Em
     plan = config.plan
     tools = deps.registry.definitions(config.allowed_tools)
     offered = len(offered_tools(tools, plan.server_tools))  # a server tool takes a name once
-    info = events.system_info(
-        model=plan.model,
-        session_id=state.session_id,
-        tools=offered,
-        upstream=deps.upstreams[0].name,
-        trace_id=deps.observer.trace_id,
-    )
-    init = events.system_init(session_id=state.session_id, tools=offered, model=plan.model)
     # A resumed run's readers had these from the first worker. Copies: the log stamps each
     # event it takes. They go with the first `turn_start`: one write to the client, not two.
-    opening = [] if state.resumed else [info, init, *(n.copy() for n in plan.notices)]
+    # In no local: the run's frame would hold them (~1 KB) until the run ends.
+    opening = (
+        []
+        if state.resumed
+        else [
+            events.system_info(
+                model=plan.model,
+                session_id=state.session_id,
+                tools=offered,
+                upstream=deps.upstreams[0].name,
+                trace_id=deps.observer.trace_id,
+            ),
+            events.system_init(session_id=state.session_id, tools=offered, model=plan.model),
+            *(n.copy() for n in plan.notices),
+        ]
+    )
     emit = _gapped(state, emit)
     binding = plan.thinking if plan.block_binding else None  # None: dropped here instead
     state.drop_bound = settle_history(plan.binds_thinking, binding, state.messages)

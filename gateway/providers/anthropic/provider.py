@@ -11,6 +11,7 @@ relay does.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 import anthropic
@@ -59,13 +60,14 @@ class AnthropicProvider:
         await self.stream(messages_body(call), on_payloads, betas=call.betas)
         turn.finish()
 
-    async def stream(
+    def stream(
         self, params: dict[str, Any], on_payloads: OnPayloads, *, betas: tuple[str, ...] = ()
-    ) -> None:
+    ) -> Coroutine[Any, Any, None]:
         """One call: its SSE `data` payloads (JSON bytes) to `on_payloads`, a list per
-        read of the body, from the socket's callback."""
+        read of the body, from the socket's callback. Not a coroutine itself, so that no
+        frame holds `params` while the answer streams (`MessagesHTTP.stream`)."""
         headers = {"anthropic-beta": ",".join(betas)} if betas else None
-        await self._http.stream(params, on_payloads, headers)
+        return self._http.stream(params, on_payloads, headers)
 
     async def close(self) -> None:
         await self._http.close()

@@ -16,7 +16,7 @@ details. Unlike the SDK, a redirect is not followed: it is an error with its sta
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anthropic
@@ -65,42 +65,54 @@ class MessagesHTTP:
     async def close(self) -> None:
         await self._http.close()
 
-    async def stream(
+    def stream(
         self,
         body: dict[str, Any],
         on_payloads: OnPayloads,
         extra_headers: Mapping[str, str] | None = None,
-    ) -> None:
+    ) -> Coroutine[Any, Any, None]:
+        """Not a coroutine itself: `body` is serialised here, so no frame of the call
+        holds it, or the copies made to build it (the breakpoints' message and tool
+        lists), while the answer streams (~1.3 KB a stream in the bench)."""
         decoder = SSEDecoder()
+        received: dict[str, str] = {}  # the answer's headers, for its request-id
+        head_whole = False
 
         def on_body(chunk: bytes) -> None:
+            nonlocal head_whole
+            if not head_whole:  # a streamed answer's headers are read: keep what is needed
+                head_whole = True
+                _keep_request_id(received)
             payloads = decoder.feed(chunk)
             if payloads:
                 on_payloads(payloads)
 
-        received: dict[str, str] = {}  # the answer's headers, for its request-id
-        try:
-            # a call's own headers (its betas) checked and formatted with it
-            headers = (
-                self._headers + header_block(extra_headers) if extra_headers else self._headers
-            )
-            # The body inline, in no local: the client lets go of it at the answer's first
-            # byte instead of holding it (~10 KB) for the whole stream.
-            answer = await self._http.post(
-                self.url, orjson.dumps(body | {"stream": True}), headers, on_body, received
-            )
-        except UpstreamFailure as exc:  # the stream's own `error` event
-            _with_request_id(exc, received)
-            raise
-        except TimeoutError as exc:
-            timeout = UpstreamFailure("TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True)
-            raise _with_request_id(timeout, received) from exc
-        except OSError as exc:
-            message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
-            lost = UpstreamFailure("NETWORK_ERROR", message, retryable=True)
-            raise _with_request_id(lost, received) from exc
-        if answer is not None:
-            raise _status_failure(answer)
+        # a call's own headers (its betas) checked and formatted with it
+        headers = self._headers + header_block(extra_headers) if extra_headers else self._headers
+        # The body inline, in no local: the client lets go of it at the answer's first
+        # byte instead of holding it (~10 KB) for the whole stream.
+        posted = self._http.post(
+            self.url, orjson.dumps(body | {"stream": True}), headers, on_body, received
+        )
+        return _answered(posted, received)
+
+
+async def _answered(posted: Coroutine[Any, Any, Answer | None], received: dict[str, str]) -> None:
+    """The call posted, to its end; its failures as `UpstreamFailure`s."""
+    try:
+        answer = await posted
+    except UpstreamFailure as exc:  # the stream's own `error` event
+        _with_request_id(exc, received)
+        raise
+    except TimeoutError as exc:
+        timeout = UpstreamFailure("TIMEOUT_ERROR", f"Upstream timed out: {exc}", retryable=True)
+        raise _with_request_id(timeout, received) from exc
+    except OSError as exc:
+        message = f"Upstream connection failed: {type(exc).__name__}: {exc}".rstrip(": ")
+        lost = UpstreamFailure("NETWORK_ERROR", message, retryable=True)
+        raise _with_request_id(lost, received) from exc
+    if answer is not None:
+        raise _status_failure(answer)
 
 
 def _status_failure(answer: Answer) -> UpstreamFailure:
@@ -134,6 +146,15 @@ def answer_failure(status: int, body: Any, headers: Mapping[str, str]) -> Upstre
     if isinstance(request_id, str) and request_id:
         failure.details["upstream_request_id"] = request_id
     return failure
+
+
+def _keep_request_id(headers: dict[str, str]) -> None:
+    """Of a streamed answer's headers, only its `request-id` is read again (for a failure
+    mid-answer): the Messages API sends ~25, a few KB a stream for as long as it is open."""
+    request_id = headers.get("request-id")
+    headers.clear()
+    if request_id is not None:
+        headers["request-id"] = request_id
 
 
 def _with_request_id(failure: UpstreamFailure, headers: Mapping[str, str]) -> UpstreamFailure:
