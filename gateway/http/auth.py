@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -19,7 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from opentelemetry import trace
 
-from gateway.access.tenants import Tenant
+from gateway.access.tenants import Tenant, Tenants
 from gateway.errors import GatewayError
 from gateway.http import keys
 from gateway.runs.run import ANONYMOUS
@@ -56,14 +56,20 @@ def _protected(request: web.Request) -> bool:
 
 
 @web.middleware
-async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+def authenticate(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
     """Record the caller's name on the request (and its span); 401 for /api/* without a
-    valid `Authorization: Bearer <key>` when keys are configured."""
+    valid `Authorization: Bearer <key>` when keys are configured. A plain function (as
+    `_as`): an open request goes on with no frame of this middleware held for a stream's
+    life; only a key's lookup awaits."""
     if request.path.startswith("/api/admin/") and request.method != "OPTIONS":
-        return await _admin(request, handler)
+        return _admin(request, handler)
     tenants = request.app[keys.TENANTS]
     if tenants.open or not _protected(request):
-        return await _as(request, handler, ANONYMOUS, None)
+        return _as(request, handler, ANONYMOUS, None)
+    return _keyed(request, handler, tenants)
+
+
+async def _keyed(request: web.Request, handler: Handler, tenants: Tenants) -> web.StreamResponse:
     token = bearer(request)
     tenant = await tenants.identify(token) if token is not None else None
     if tenant is None:
@@ -93,9 +99,9 @@ async def _admin(request: web.Request, handler: Handler) -> web.StreamResponse:
     return await _as(request, handler, ADMIN, None)
 
 
-async def _as(
+def _as(
     request: web.Request, handler: Handler, name: str, tenant: Tenant | None
-) -> web.StreamResponse:
+) -> Awaitable[web.StreamResponse]:
     request[keys.CALLER] = name
     # None too: `request.get` of a key never set raises and catches a KeyError inside
     # aiohttp (~0.3 us), and every run start reads this one.
@@ -103,4 +109,4 @@ async def _as(
     # Not reset afterwards: aiohttp runs each request in a task of its own (a copy of the
     # context), so the name stays for that request's access log line and goes no further.
     CALLER_VAR.set(name)
-    return await handler(request)
+    return handler(request)
