@@ -39,8 +39,8 @@ _MASKS = re.compile(
     r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*)",
     re.IGNORECASE,
 )
-_ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
-_CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
+_ACCESSION = re.compile(r"(?=\d)\b\d{10}-\d{2}-\d{6}\b")  # "(?=": most places fail here
+_CIK = re.compile(r"(?=c)\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?=[-−–+$U€£\d])"  # what a figure starts with: most places fail here
     r"(?<![\w.,/+-])(?P<neg>[-−–+]\s?)?(?:(?P<cur>US\$|\$|USD\s?|€|£)\s?)?(?P<neg2>[-−–])?"
@@ -54,7 +54,7 @@ _WORDS = frozenset({"trillion", "billion", "million", "thousand", "bn", "mn"})
 """Scale words that make an amount without a currency sign (not "m" or "k" alone)."""
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?")
 _PER_SHARE = re.compile(r"\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
-_TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
+_TABLE_SCALE = re.compile(r"(?=i)\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 
 
 @dataclass
