@@ -147,9 +147,9 @@ def _candidates(figure: extract.Stated, index: SourceIndex) -> list[Source]:
     unit = figure.unit
     percent = unit == "%"
     found: list[Source] = []
-    for value in (figure.value, *figure.alternatives):
+    for value, tolerance in ((figure.value, figure.tolerance), *figure.alternatives):
         target = abs(value)
-        slack = figure.tolerance * 1.0001 + target * 1e-9
+        slack = tolerance * 1.0001 + target * 1e-9
         within = index.between(target - slack, target + slack, percent)
         if unit in ("%", "x", "number"):  # any source's unit fits
             found += within

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from gateway.figures.periods import Named, named, named_at
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\[(#|-])|\n")
+_SENTENCE_END = re.compile(r"(?=\s)(?:(?<=[.!?])\s+(?=[A-Z*\[(#|-])|\n)")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _WORD = re.compile(r"[a-z0-9][\w&-]*")
-_LINKS = re.compile(r"\]\([^)\s]*\)|https?://\S+|\b\d{10}-\d{2}-\d{6}\b")
+_LINKS = re.compile(r"(?=[\]h\d])(?:\]\([^)\s]*\)|https?://\S+|\b\d{10}-\d{2}-\d{6}\b)")
 
 
 @dataclass(frozen=True)

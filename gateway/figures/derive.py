@@ -69,6 +69,8 @@ class Memo:
 
     asked: Counter[tuple[str, frozenset[int]]] = field(default_factory=Counter)
     candidates: dict[tuple[str, frozenset[int]], Candidates] = field(default_factory=dict)
+    series: dict[frozenset[int], list[Series]] = field(default_factory=dict)
+    """Each "%" pool's series of facts for growth rates, found once for all its asks."""
 
     def of(
         self, kind: str, near: list[Source], context: Context, index: SourceIndex, window: Window
@@ -80,10 +82,14 @@ class Memo:
         key = (kind, frozenset(id(s) for s in pool))
         found = self.candidates.get(key)
         if found is None:
+            series = self.series.get(key[1]) if kind == "%" else []
+            if series is None:
+                series = self.series[key[1]] = _growth_series(pool, index)
             if kind in _OWN_POOL and self.asked[key] < OWN_LOOKS:
                 self.asked[key] += 1
-                return list(_candidates(kind, pool, index, window))
-            found = self.candidates[key] = Candidates(list(_candidates(kind, pool, index, ANY)))
+                return list(_candidates(kind, pool, index, window, series))
+            made = list(_candidates(kind, pool, index, ANY, series))
+            found = self.candidates[key] = Candidates(made)
         return found.within(window)
 
 
@@ -155,13 +161,13 @@ def _pool(anchors: list[Source], context: Context, index: SourceIndex) -> list[S
 
 
 def _candidates(
-    kind: str, pool: list[Source], index: SourceIndex, window: Window
+    kind: str, pool: list[Source], index: SourceIndex, window: Window, series: list[Series]
 ) -> Iterator[Candidate]:
     if kind in _ACROSS:
         yield from _ACROSS[kind](pool, index, window)
         return
     if kind == "%":
-        yield from _growths(pool, index, window)
+        yield from _growths(series, window)
     if kind not in ("%", "x"):  # sums and differences: of the pool's figures of one period
         stated: dict[tuple[Span | None, str | None], list[Source]] = {}
         for b in pool:
@@ -182,17 +188,31 @@ _ACROSS = {
 }
 
 
-def _growths(pool: list[Source], index: SourceIndex, window: Window) -> Iterator[Candidate]:
-    """One concept of one company between a period in play and the same period a year
-    before or after (or another period in play)."""
+Series = tuple[list[Source], list[float]]
+"""The facts of one concept of one company in play for growth rates, and their values."""
+
+
+def _growth_series(pool: list[Source], index: SourceIndex) -> list[Series]:
+    """For each concept of each company of the pool, its facts of a period in play or of
+    the same period a year before or after (two or more of them)."""
     relevant = {s.period for s in pool if s.period is not None}
     near = {(p.end.year + step, p.days > 300) for p in relevant for step in (-1, 0, 1)}
     series = {(s.company, s.concept or "", s.unit) for s in pool}
+    found = []
     for company, concept, unit in sorted(series, key=_series_order):
         facts = index.series(company, concept)
-        found = [b for key in near for b in facts.get(key, ()) if b.unit == unit]
-        if len(found) > 1 and not _below([b.value for b in found], window[0]):
-            yield from _series_growths(found, window)
+        some = [b for key in near for b in facts.get(key, ()) if b.unit == unit]
+        if len(some) > 1:
+            found.append((some, [b.value for b in some]))
+    return found
+
+
+def _growths(series: list[Series], window: Window) -> Iterator[Candidate]:
+    """One concept of one company between a period in play and the same period a year
+    before or after (or another period in play)."""
+    for facts, values in series:
+        if not _below(values, window[0]):
+            yield from _series_growths(facts, window)
 
 
 def _series_order(key: tuple[str | None, str, str | None]) -> tuple[object, ...]:

@@ -39,8 +39,8 @@ _MASKS = re.compile(
     r"|\b(?:Item|Note|Section|Rule|Part)\s+\d+[\w.]*)",
     re.IGNORECASE,
 )
-_ACCESSION = re.compile(r"\b\d{10}-\d{2}-\d{6}\b")
-_CIK = re.compile(r"\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
+_ACCESSION = re.compile(r"(?=\d)\b\d{10}-\d{2}-\d{6}\b")  # "(?=": most places fail here
+_CIK = re.compile(r"(?=c)\bCIK\W{0,3}(\d{1,10})\b", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?=[-−–+$U€£\d])"  # what a figure starts with: most places fail here
     r"(?<![\w.,/+-])(?P<neg>[-−–+]\s?)?(?:(?P<cur>US\$|\$|USD\s?|€|£)\s?)?(?P<neg2>[-−–])?"
@@ -54,7 +54,7 @@ _WORDS = frozenset({"trillion", "billion", "million", "thousand", "bn", "mn"})
 """Scale words that make an amount without a currency sign (not "m" or "k" alone)."""
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})*(?:\.\d+)?|\d+(?:\.\d+)?")
 _PER_SHARE = re.compile(r"\s?(?:per|a|/)\s?(?:diluted\s|basic\s)?share", re.IGNORECASE)
-_TABLE_SCALE = re.compile(r"\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
+_TABLE_SCALE = re.compile(r"(?=i)\bin\s(thousands|millions|billions)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -70,8 +70,10 @@ class Stated:
     "cik" for identifiers."""
     tolerance: float
     """Half a unit of the last digit shown, at the figure's scale."""
-    alternatives: tuple[float, ...] = ()
-    """Other readings of the same text (a table number unscaled as well as scaled)."""
+    alternatives: tuple[tuple[float, float], ...] = ()
+    """Other readings of the same text, each a value and its own tolerance (a table number
+    read as written as well as scaled: "-842" in a "(in millions)" table is also -842 ± 0.5,
+    not -842 ± 500,000)."""
 
     @property
     def identifier(self) -> bool:
@@ -164,11 +166,15 @@ def _plain(
         unit = _currency(cur) + ("/share" if _PER_SHARE.match(text, end) else "")
         if table and not unit.endswith("/share"):
             scaled = n.value * table
-            return Stated(text[start:end], start, end, scaled, unit, n.half * table, (n.value,))
+            return Stated(
+                text[start:end], start, end, scaled, unit, n.half * table, ((n.value, n.half),)
+            )
         return Stated(text[start:end], start, end, n.value, unit, n.half)
     if table and (len(num) >= 3 or "." in num or _in_row(text, match.start())):
         scaled = n.value * table
-        return Stated(text[start:end], start, end, scaled, "number", n.half * table, (n.value,))
+        return Stated(
+            text[start:end], start, end, scaled, "number", n.half * table, ((n.value, n.half),)
+        )
     if "," in num:
         unit = "shares" if match.group("shares") else "number"
         return Stated(num, match.start("num"), end, abs(n.value), unit, n.half)

@@ -179,3 +179,28 @@ def test_the_source_the_sentence_names_comes_first() -> None:
         (checked,) = figures.check(sentence, figures.build(same)).figures
         assert checked.status == "sourced"
         assert checked.sources[0].concept == concept
+
+
+def test_a_table_number_as_written_has_the_tolerance_of_its_own_digits() -> None:
+    """ "-842" in a "(in millions)" table is read as -842 million ± 0.5 million and as
+    written, -842 ± 0.5: not as -842 ± 500,000, which any number below 500,842 would fit."""
+    table = (
+        "Apple, FY2025 (in millions):\n\n| | FY2025 |\n|---|---|\n"
+        "| Other income (expense), net | -842 |\n| Gross profit | 195,201 |\n"
+    )
+
+    def other_income(*values: float) -> dict[str, str]:
+        result = facts_result(
+            320193,
+            "Apple Inc.",
+            "us-gaap:NonoperatingIncomeExpense",
+            [("2024-09-29", "2025-09-27", value) for value in values],
+        )
+        return statuses(table, conversation((FACTS, APPLE_GROSS, {}), (FACTS, result, {})))
+
+    # Far off either reading: 300,000 is 299,158 from -842 and 842 million from -842 million.
+    assert other_income(300000) == {"-842": "unsourced", "195,201": "sourced"}
+    assert other_income(843, 841.4, 842.6e6, 841.4e6) == {"-842": "unsourced", "195,201": "sourced"}
+    # The right value in either reading, and at either end of the last digit's half unit.
+    for value in (-842, 842.4, 841.6, -842e6, 842.4e6, 841.6e6):
+        assert other_income(value) == {"-842": "sourced", "195,201": "sourced"}, value
