@@ -145,19 +145,55 @@ class SourceIndex:
             if not self._maybe_fact(node, where):
                 self._walk_object(node, where)
         elif kind is list:
-            fact, walk = self._fact, self._walk
-            for item in node:  # most often a concept's facts: tried first, no detour
-                found = _fact_period(item) if type(item) is dict else None
-                if found is None:
-                    walk(item, where)
-                else:
-                    fact(item, found[0], where, found[1])
+            self._list(node, where)
         elif kind is str:
             if _DIGIT.search(node):
                 self._text(where.tool_use_id, where.tool, node, where.company)
         elif kind is int or kind is float:
             source = Source(where.tool_use_id, where.tool, float(node), company=where.company)
             self.sources.append(source)
+
+    def _list(self, items: list[Any], where: Where) -> None:
+        """A list: most often a concept's facts in one unit, indexed here in one loop (the
+        index's hot path: a thousand facts a run); anything else is walked."""
+        tool_use_id, tool, concept, unit = where.tool_use_id, where.tool, where.concept, where.unit
+        company, form_around, accession_around = where.company, where.form, where.accession
+        add, by_period, identifiers = self.sources.append, self.by_period, self.identifiers
+        concept_facts: list[Source] | None = None
+        for item in items:
+            found = _fact_period(item) if type(item) is dict else None
+            if found is None:
+                self._walk(item, where)
+                continue
+            get = item.get
+            if get("cik") is not None:  # a frame's row: its own company
+                self._fact(item, found[0], where, found[1])
+                continue
+            value, period = found
+            accession = get("accession_number") or get("accn") or accession_around
+            if type(accession) is not str:
+                accession = None
+            form = get("form") or form_around
+            source = Source(
+                tool_use_id,
+                tool,
+                value,
+                concept,
+                period,
+                form if type(form) is str else None,
+                accession,
+                company,
+                unit,
+            )
+            add(source)
+            if concept_facts is None:
+                concept_facts = self.facts[(company, concept or "")]
+            concept_facts.append(source)
+            by_period[(company, period)].append(source)
+            if accession and accession not in identifiers:
+                identifiers[accession] = source
+            if "originally_reported" in item or "restated_in" in item:
+                self._restated(item, where, period)
 
     def _maybe_fact(self, node: dict[str, Any], where: Where) -> bool:
         """Index `node` as an XBRL fact if it is one (a number with its period)."""
@@ -224,7 +260,8 @@ class SourceIndex:
         if source.accession and source.accession not in self.identifiers:
             self.identifiers[source.accession] = source
         if "originally_reported" in node or "restated_in" in node:
-            self._restated(node, where, period)
+            # A frame's row: its restated values are its own company's too.
+            self._restated(node, where.with_company(company), period)
 
     def _restated(self, node: dict[str, Any], where: Where, period: Span) -> None:
         for key in ("originally_reported", "restated_in"):

@@ -32,6 +32,9 @@ class Where:
     def with_unit(self, unit: str) -> Where:
         return _replace(self, unit=unit)
 
+    def with_company(self, company: str | None) -> Where:
+        return self if company == self.company else _replace(self, company=company)
+
     def inside(self, node: dict[str, Any], index: Indexer) -> Where:
         changes: dict[str, Any] = {}
         company = node.get("company")
