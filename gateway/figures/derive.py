@@ -247,10 +247,12 @@ def _series_growths(series: list[Source], window: Window) -> Iterator[Candidate]
 
 def _below(values: list[float], low: float) -> bool:
     """Whether every growth (and every yearly rate compounded) between two of `values`, all
-    positive, is below `low` percent in size: none is more than the largest over the
-    smallest, less one (a compounded rate is less)."""
-    smallest = min(values)
-    return smallest > 0 and (max(values) - smallest) / smallest * 100 * (1 + 1e-9) < low
+    of one sign, is below `low` percent in size: none is more than the largest size over
+    the smallest, less one (a compounded rate is less)."""
+    smallest, largest = min(values), max(values)
+    if largest < 0:  # losses: the same bound on their sizes
+        smallest, largest = -largest, -smallest
+    return smallest > 0 and (largest - smallest) / smallest * 100 * (1 + 1e-9) < low
 
 
 def _ratios(

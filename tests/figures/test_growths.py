@@ -14,10 +14,11 @@ from tests.figures.support import FACTS, conversation, facts_result
 
 
 def _series(rng: random.Random) -> list[Source]:
-    """A few facts of one concept, years and quarters, some years apart, all positive."""
+    """A few facts of one concept, years and quarters, some years apart, all of one sign."""
     facts = []
+    sign = rng.choice((1.0, -1.0))
     for year in rng.sample(range(2015, 2026), rng.randint(2, 6)):
-        value = rng.choice((1.0, 1e6, 1e9)) * rng.uniform(0.5, 3.0)
+        value = sign * rng.choice((1.0, 1e6, 1e9)) * rng.uniform(0.5, 3.0)
         period = span(f"{year - 1}-10-01", f"{year}-09-30")
         if rng.random() < 0.3:  # a quarter instead
             period = span(f"{year}-07-01", f"{year}-09-30")
@@ -30,8 +31,9 @@ def test_a_series_skipped_has_no_growth_in_the_window() -> None:
     skipped = 0
     for _ in range(3_000):
         series = _series(rng)
+        sizes = [abs(s.value) for s in series]
         values = [s.value for s in series]
-        largest = (max(values) - min(values)) / min(values) * 100
+        largest = (max(sizes) - min(sizes)) / min(sizes) * 100
         low = largest * rng.choice((0.2, 0.9, 0.999999, 1.0, 1.000001, 1.5))
         window = (low, low + rng.choice((0.05, 0.5, 50.0)))
         if _below(values, low):
@@ -40,7 +42,8 @@ def test_a_series_skipped_has_no_growth_in_the_window() -> None:
         elif low <= largest <= window[1]:
             # the pair of the largest over the smallest is found: not skipped at its edge
             assert any(
-                abs(v - largest) < 1e-9 * largest for _, _, v in _series_growths(series, window)
+                abs(abs(v) - largest) < 1e-9 * largest
+                for _, _, v in _series_growths(series, window)
             )
     assert 500 < skipped < 2_500
 
@@ -50,6 +53,9 @@ def test_a_series_with_a_loss_or_a_zero_is_never_skipped() -> None:
     assert not _below([0.0, 100.0], 1e9)
     assert _below([100.0, 110.0], 10.5)
     assert not _below([100.0, 110.0], 10.0)  # 10 % is reached: (110 - 100) / 100
+    # Losses alone are bounded by their sizes: -110 on -100 is a 10 % change.
+    assert _below([-100.0, -110.0], 10.5)
+    assert not _below([-100.0, -110.0], 10.0)
 
 
 def test_of_growth_rates_that_all_match_the_one_reported_is_the_same_in_every_process() -> None:
