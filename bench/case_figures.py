@@ -5,7 +5,9 @@ checked against ~200 KB of such results (bench/figures_eval.py): CPU time of the
 per repetition, so the machine's other load counts less than in wall time. A run pays
 both steps at its end: the index of the results (built once per run) and the check of the
 answer against it; the target is about their sum, each repetition's index and check added
-before the median is taken.
+before the median is taken. Timed with the collector set as the gateway sets it after
+startup (`bench.common.gateway_gc`), not with Python's defaults that the bench's own
+process keeps otherwise.
 """
 
 from __future__ import annotations
