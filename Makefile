@@ -18,12 +18,16 @@ $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(RUNTIME): pyproject.toml $(LOCK) | $(VENV)/bin/pip
+# The figure check's modules are compiled by the install (setup.py): an edit to them
+# compiles them again at the next make (until then they run from source).
+NATIVE := setup.py $(wildcard gateway/figures/*.py)
+
+$(RUNTIME): pyproject.toml $(LOCK) $(NATIVE) | $(VENV)/bin/pip
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(RUNTIME)
 
-$(STAMP): pyproject.toml $(DEV_LOCK) | $(VENV)/bin/pip
+$(STAMP): pyproject.toml $(DEV_LOCK) $(NATIVE) | $(VENV)/bin/pip
 	$(PY) -m pip install -q --require-hashes -r $(DEV_LOCK)
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(RUNTIME) $(STAMP)
@@ -43,11 +47,11 @@ fmt: install
 	$(PY) -m ruff check --fix gateway demo_model tools tests bench
 
 lint: install
-	$(PY) -m ruff format --check gateway demo_model tools tests bench
-	$(PY) -m ruff check gateway demo_model tools tests bench
+	$(PY) -m ruff format --check gateway demo_model tools tests bench setup.py
+	$(PY) -m ruff check gateway demo_model tools tests bench setup.py
 
 typecheck: install
-	$(PY) -m mypy gateway demo_model tools tests bench
+	$(PY) -m mypy gateway demo_model tools tests bench setup.py
 
 test: install
 	$(PY) -m pytest -q
@@ -76,4 +80,5 @@ snapshot: install-runtime
 	$(PY) -m tools.sec.build_snapshot
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build
+	rm -f *.so gateway/figures/*.so gateway/figures/_built_from.json

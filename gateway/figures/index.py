@@ -330,7 +330,9 @@ def build(messages: Iterable[dict[str, Any]]) -> SourceIndex:
     `MAX_RESULT_CHARS` of them (the check runs on the event loop)."""
     index = SourceIndex()
     left = MAX_RESULT_CHARS
-    for use_id, name, tool_input, text in reversed(list(tool_results(messages))):
+    results = list(tool_results(messages))
+    results.reverse()
+    for use_id, name, tool_input, text in results:
         if len(text) > left:
             break
         left -= len(text)

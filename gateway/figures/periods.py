@@ -103,9 +103,6 @@ class Span:
     def __hash__(self) -> int:
         return self._hash
 
-    def years(self) -> tuple[int, ...]:
-        return (self.end.year,)
-
     def within(self, periods: frozenset[Named]) -> bool:
         """Whether this is (one of) the periods named."""
         return any(self._is(period) for period in periods)
@@ -114,9 +111,9 @@ class Span:
         if period.day is not None:
             return self.end == period.day
         if period.quarter:
-            return 0 < self.days < 120 and period.year in (*self.years(), self.end.year + 1)
+            return 0 < self.days < 120 and period.year in (self.end.year, self.end.year + 1)
         # A year: a year's flow, or a balance at a year's end (or within that year).
-        return self.days == 0 or self.days > 300 if period.year in self.years() else False
+        return self.days == 0 or self.days > 300 if period.year == self.end.year else False
 
     def text(self) -> str:
         return self.end.isoformat() if self.start is None else f"{self.start}/{self.end}"

@@ -1,0 +1,65 @@
+"""The figure check's modules compiled to C with mypyc when the install can: they run at
+every run's end on the event loop, and compiled they cost about a fifth less (bench case
+14). Everything else, and the figure check wherever no C compiler is at hand or
+`GATEWAY_PURE_PYTHON=1` is set, installs as plain Python: the same source either way
+(`gateway/figures/__init__.py` tells which is running and never runs a stale build).
+The project's metadata is in pyproject.toml."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from setuptools import setup  # type: ignore[import-untyped]
+from setuptools.command.build_ext import build_ext  # type: ignore[import-untyped]
+
+FIGURES = sorted(
+    str(path)
+    for path in Path("gateway/figures").glob("*.py")
+    if path.name not in ("__init__.py", "native.py")
+)
+
+
+class OptionalBuildExt(build_ext):  # type: ignore[misc]
+    """A compile that fails leaves the Python source in charge, with a warning; one that
+    works records what it was built from (`gateway/figures/native.py` checks it)."""
+
+    def run(self) -> None:
+        target = Path("." if self.inplace else self.build_lib) / "gateway/figures"
+        try:
+            super().run()
+        except Exception as exc:  # no compiler, no headers: the pure-Python install
+            print(f"figure check not compiled ({exc}): it runs as Python", file=sys.stderr)
+            for built in target.glob("*.so"):  # no half a build (the modules call each other)
+                built.unlink()
+            return
+        if self.extensions:
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "_built_from.json").write_text(json.dumps(_source_hashes(), indent=1))
+
+
+def _source_hashes() -> dict[str, str]:
+    return {
+        Path(path).stem: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in FIGURES
+    }
+
+
+def native_modules() -> list[Any]:
+    if os.environ.get("GATEWAY_PURE_PYTHON") == "1":
+        return []
+    try:
+        from mypyc.build import mypycify
+
+        # No config file: the project's names plugins the build's environment has not.
+        options = ["--config-file", "", "--ignore-missing-imports"]
+        return mypycify([*options, *FIGURES], opt_level="3", group_name="gateway_figures")
+    except (Exception, SystemExit) as exc:  # mypyc missing, or it refused the source
+        print(f"figure check not compiled ({exc}): it runs as Python", file=sys.stderr)
+        return []
+
+
+setup(ext_modules=native_modules(), cmdclass={"build_ext": OptionalBuildExt})
