@@ -2,7 +2,7 @@
 EDGAR snapshot, with correct figures and with planted errors, scored; and the check's
 cost on a 2,000-character answer against 200 KB of tool results.
 
-    python -m bench.figures_eval [--answers 600] [--seed 7] [--timing]
+    python -m bench.figures_eval [--answers 600] [--seed 7] [--timing [--json]]
 
 Each answer states a company's figures for one fiscal year from the offline
 `get_sec_company_facts` results (amounts in several formats, a growth rate, a margin, a
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import time
@@ -132,6 +133,7 @@ def measure(data: Data, rng: random.Random, repeat: int = 200) -> Timing:
 def timing_lines(t: Timing) -> list[str]:
     build, check = t.build, t.check
     return [
+        f"the figure check's modules: {'compiled (mypyc)' if figures.COMPILED else 'Python'}",
         f"answer {t.chars:,} chars, {t.figures} figures; tool results "
         f"{t.result_chars:,} chars in {t.results} results",
         f"  index the results (once per run): median {statistics.median(build):.2f} ms, "
@@ -147,11 +149,17 @@ async def main() -> None:
     parser.add_argument("--answers", type=int, default=600)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--json", action="store_true", help="with --timing: as JSON")
+    parser.add_argument("--repeat", type=int, default=200, help="with --timing")
     parser.add_argument("--show", type=int, default=0, help="print this many misses and alarms")
     args = parser.parse_args()
     data = await load()
     if args.timing:
-        print("\n".join(timing_lines(measure(data, random.Random(args.seed)))))
+        timing = measure(data, random.Random(args.seed), args.repeat)
+        if args.json:
+            print(json.dumps({**vars(timing), "compiled": figures.COMPILED}))
+        else:
+            print("\n".join(timing_lines(timing)))
         return
     score = evaluate(data, args.answers, args.seed)
     print("\n".join(score.lines()))

@@ -10,6 +10,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,11 +68,17 @@ class _FromSource(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, HERE / f"{name}.py")
 
 
+PURE_PYTHON = "GATEWAY_PURE_PYTHON"
+"""Set to 1: the source runs even where a build is (and setup.py builds none)."""
+
+
 def guard() -> list[str]:
-    """Before the package imports its modules: if any compiled one is stale, every one
-    loads from source (they call each other directly when compiled together)."""
+    """Before the package imports its modules: if any compiled one is stale (or the
+    environment asks for the source), every one loads from source (compiled together,
+    they call each other directly)."""
     old = stale()
-    if old and not any(isinstance(f, _FromSource) for f in sys.meta_path):
+    wanted = old or os.environ.get(PURE_PYTHON) == "1"
+    if wanted and not any(isinstance(f, _FromSource) for f in sys.meta_path):
         sys.meta_path.insert(0, _FromSource())
     return old
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,27 @@ def test_an_edit_takes_effect_before_the_next_build(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
     ).stdout.split()
     assert out[:2] == ["False", "True"] and out[2].endswith("index.py")
+
+
+def test_the_environment_can_ask_for_the_source(tmp_path: Path) -> None:
+    """GATEWAY_PURE_PYTHON=1 runs the source beside a build that is not stale."""
+    root = tmp_path / "copy"
+    shutil.copytree(Path(figures.__file__).parents[2] / "gateway", root / "gateway")
+    figures_dir = root / "gateway" / "figures"
+    for name in native.MODULES:
+        (figures_dir / f"{name}{SUFFIX}").write_bytes(b"not a module")
+    (figures_dir / native.BUILT_FROM).write_text(json.dumps(native.source_hashes(figures_dir)))
+    probe = "import gateway.figures as f; print(f.COMPILED, f.STALE_BUILD)"
+    env = {**os.environ, native.PURE_PYTHON: "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["False", "[]"], out.stderr
+    env.pop(native.PURE_PYTHON)
+    broken = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert broken.returncode != 0  # without it, the (here broken) build is what loads
 
 
 def test_the_install_compiled_the_check_where_it_could() -> None:
