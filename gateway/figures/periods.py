@@ -9,7 +9,7 @@ FY2025 here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
@@ -81,27 +81,30 @@ def _year(text: str) -> int:
     return int(text) if len(text) == 4 else 2000 + int(text)
 
 
-@dataclass(frozen=True)
 class Span:
-    """A reported value's period: `start` None for an instant (a balance-sheet date)."""
+    """A reported value's period: `start` None for an instant (a balance-sheet date). Never
+    changed once made; a plain class with its own `__init__`, as `Source` is."""
 
-    start: date | None
-    end: date
-    days: int = field(init=False, compare=False)
-    """0 for an instant."""
-    _hash: int = field(init=False, compare=False, repr=False)
-    """Worked out once: an index hashes its periods thousands of times."""
-    series_key: tuple[int, bool] = field(init=False, compare=False, repr=False)
-    """(The year it ends in, longer than 300 days): where a growth rate looks for it."""
+    __slots__ = ("_hash", "days", "end", "series_key", "start")
 
-    def __post_init__(self) -> None:
-        days = 0 if self.start is None else (self.end - self.start).days
-        object.__setattr__(self, "days", days)
-        object.__setattr__(self, "_hash", hash((self.start, self.end)))
-        object.__setattr__(self, "series_key", (self.end.year, days > 300))
+    def __init__(self, start: date | None, end: date) -> None:
+        self.start = start
+        self.end = end
+        days = 0 if start is None else (end - start).days
+        self.days = days  # 0 for an instant
+        # Worked out once: an index hashes its periods thousands of times.
+        self._hash = hash((start, end))
+        # (The year it ends in, longer than 300 days): where a growth rate looks for it.
+        self.series_key = (end.year, days > 300)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Span) and self.start == other.start and self.end == other.end
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __repr__(self) -> str:
+        return f"Span(start={self.start!r}, end={self.end!r})"
 
     def within(self, periods: frozenset[Named]) -> bool:
         """Whether this is (one of) the periods named."""

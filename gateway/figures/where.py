@@ -3,7 +3,6 @@ the concept, unit, company, form and filing (an XBRL fact's own fields come on t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.figures.sources import Source
@@ -17,17 +16,29 @@ class Indexer(Protocol):
     def identify(self, identifier: str, source: Source) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
 class Where:
-    """What the enclosing objects of a JSON value say about it."""
+    """What the enclosing objects of a JSON value say about it. Never changed once made; a
+    plain class with its own `__init__`, as `Source` is."""
 
-    tool_use_id: str
-    tool: str
-    concept: str | None = None
-    unit: str | None = None
-    company: str | None = None
-    form: str | None = None
-    accession: str | None = None
+    __slots__ = ("accession", "company", "concept", "form", "tool", "tool_use_id", "unit")
+
+    def __init__(
+        self,
+        tool_use_id: str,
+        tool: str,
+        concept: str | None = None,
+        unit: str | None = None,
+        company: str | None = None,
+        form: str | None = None,
+        accession: str | None = None,
+    ) -> None:
+        self.tool_use_id = tool_use_id
+        self.tool = tool
+        self.concept = concept
+        self.unit = unit
+        self.company = company
+        self.form = form
+        self.accession = accession
 
     def with_unit(self, unit: str) -> Where:
         return _replace(self, unit=unit)
