@@ -18,9 +18,9 @@ $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# The figure check's modules are compiled by the install (setup.py): an edit to them
-# compiles them again at the next make (until then they run from source).
-NATIVE := setup.py $(wildcard gateway/figures/*.py)
+# The modules gateway/native.py lists are compiled by the install (setup.py): an edit to
+# one compiles them again at the next make (until then they all run from source).
+NATIVE := setup.py gateway/native.py $(shell $(PYTHON) gateway/native.py)
 
 $(RUNTIME): pyproject.toml $(LOCK) $(NATIVE) | $(VENV)/bin/pip
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)

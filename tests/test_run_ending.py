@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.http import keys
+from gateway.ops.observe import RunObserver
 from gateway.runs.loop import LoopDeps
 from gateway.runs.manager import RunManager
 from gateway.runs.run import Run, RunRequest
@@ -39,13 +40,25 @@ def _raise(*_: Any) -> Any:
     raise RuntimeError("injected")
 
 
+class Overridden:
+    """`inner` with its attribute `name` replaced by `value`, everything else passed on:
+    the observer may be compiled (`gateway.native`), and a compiled instance takes no
+    attribute it was not built with."""
+
+    def __init__(self, inner: object, name: str, value: Any) -> None:
+        self._inner, self._name, self._value = inner, name, value
+
+    def __getattr__(self, attr: str) -> Any:
+        return self._value if attr == self._name else getattr(self._inner, attr)
+
+
 def _break_observer(manager: RunManager, name: str, value: Any) -> None:
     """Each run's observer gets `value` as its attribute `name`."""
     make = manager.factory.deps
 
     def deps(run: Run, request: RunRequest, endpoint: str, parent: Any) -> LoopDeps:
         made = make(run, request, endpoint, parent)
-        setattr(made.observer, name, value)
+        made.observer = cast(RunObserver, Overridden(made.observer, name, value))
         return made
 
     manager.factory.deps = deps

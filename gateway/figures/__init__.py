@@ -1,21 +1,17 @@
 """The figure check: every figure of an answer traced to the tool result it came from
 (`check`), against an index of the run's tool results built once (`index.build`).
 
-Its modules may run compiled (setup.py; `native` says which, and loads them from source
-when a build is stale)."""
+Its modules may run compiled (setup.py; `gateway.native` says which, and loads them from
+source when a build is stale)."""
 
-from gateway.figures import native
+from gateway import native
+from gateway.figures.check import STATUSES, Checked, Report, check
+from gateway.figures.index import SourceIndex, build
 
-STALE_BUILD = native.guard()
-
-from gateway.figures.check import STATUSES, Checked, Report, check  # noqa: E402
-from gateway.figures.index import SourceIndex, build  # noqa: E402
-
-COMPILED = native.running_compiled()
+COMPILED = native.running_compiled("figures.index")
 
 __all__ = [
     "COMPILED",
-    "STALE_BUILD",
     "STATUSES",
     "Checked",
     "Report",

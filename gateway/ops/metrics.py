@@ -427,6 +427,12 @@ class Metrics:
         )
         self._tokens: dict[tuple[str, str], tuple[Total, Total, Total, Total]] = {}
         self._runs: dict[str, tuple[Value, Total]] = {}
+        # Every instrument above, found once by name: a compiled class has no `vars()`.
+        self._instruments: list[Instrument[Any]] = [
+            found
+            for found in (getattr(self, name, None) for name in dir(self))
+            if isinstance(found, Instrument)
+        ]
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(self)  # a collector: `collect()` at every scrape
 
@@ -458,8 +464,8 @@ class Metrics:
         for instrument in self.instruments():
             yield instrument.family()
 
-    def instruments(self) -> Iterator[Instrument[Any]]:
-        return (value for value in vars(self).values() if isinstance(value, Instrument))
+    def instruments(self) -> list[Instrument[Any]]:
+        return self._instruments
 
     def snapshot(self) -> Snapshot:
         """Every series's numbers, as JSON, for `merged` in another process."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -19,6 +19,7 @@ from gateway.figures.extract import MAX_FIGURES
 from gateway.http import keys
 from gateway.http.app import create_app
 from gateway.ops.metrics import Metrics
+from gateway.ops.observe import RunObserver
 from gateway.runs.figures import MAX_ANSWER_CHARS, _annotate
 from gateway.runs.loop import LoopDeps
 from gateway.runs.manager import RunManager
@@ -26,6 +27,7 @@ from gateway.runs.run import Run, RunRequest
 from tests.conftest import settings_for, stream
 from tests.demo.conftest import Client, DemoFactory
 from tests.fakes.anthropic import FakeAnthropic, Reply, Text, ToolUse
+from tests.test_run_ending import Overridden
 from tools import ToolContext, ToolsConfig, open_toolset
 
 FACTS = {"company_identifier": "AAPL", "concept": "revenue", "limit": 8}
@@ -197,7 +199,7 @@ async def test_no_figures_no_event_and_a_failing_check_costs_only_the_event(
 
     def broken(run: Run, request: RunRequest, endpoint: str, parent: Any) -> LoopDeps:
         made = make(run, request, endpoint, parent)
-        setattr(made.observer, "count_figures", _raise)  # noqa: B010
+        made.observer = cast(RunObserver, Overridden(made.observer, "count_figures", _raise))
         return made
 
     manager.factory.deps = broken
