@@ -1,6 +1,6 @@
 """The gateway's modules on a run's path and its figure check compiled to C with mypyc when
 the install can (`gateway/native.py` lists them and says why): compiled, a short run costs
-about a ninth fewer instructions and the check a third less CPU. Everything else, and all
+about 7 % fewer instructions and the check a third less CPU. Everything else, and all
 of them wherever no C compiler is at hand or `GATEWAY_PURE_PYTHON=1` is set, installs as
 plain Python: the same source either way (`gateway.native` tells which is running and
 never runs a stale build). The project's metadata is in pyproject.toml."""
