@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench.procs import ROOT, Proc, source_tree
-from bench.run import FILED_REV, FILED_SYSTEM, OTHER_TREES, SYSTEMS, Bench, Row
+from bench.run import FILED_REV, FILED_SYSTEM, OTHER_TREES, SYSTEMS, Bench, Row, env_wrapper
 from bench.script import Scenario
 
 RUNS = 100
@@ -63,7 +63,7 @@ async def count_instructions(bench: Bench, name: str, root: Path, out: Path) -> 
     """Instructions per run of `name` (from the tree at `root`), net of what the process
     executes idle over the same wall time (the probe's ticker: ~0.9 M a second under
     callgrind, so a window a second longer on a loaded machine added ~1 % a run)."""
-    wrapper = ("valgrind", "--tool=callgrind", "--instr-atstart=no",
+    wrapper = (*env_wrapper(name), "valgrind", "--tool=callgrind", "--instr-atstart=no",
                f"--callgrind-out-file={out}")  # fmt: skip
     args = [*(SYSTEMS.get(name) or OTHER_TREES[name]),
             "--upstream", bench.upstream.url]  # fmt: skip

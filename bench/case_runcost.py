@@ -7,9 +7,12 @@ one-delta runs, `utime` and `stime` of `/proc/<pid>/stat` separately for the gat
 floor (`relay-raw`) and the gateway as it was a round ago (`ROUND_REV`, from its own tree),
 measured in turn (the order rotates each repetition; a ratio is the median of
 per-repetition ratios), then each one's instructions a run under callgrind as case 1d
-counts them. The total is the scheduler's run time (`/proc/<pid>/schedstat`, nanoseconds);
-`utime` and `stime` (clock ticks of 10 ms, too coarse for a run) give the kernel's share.
-Without valgrind the instruction column says so; the CPU part still runs.
+counts them. `gateway-source` is this tree with `GATEWAY_PURE_PYTHON=1`: what the compiled
+modules save a run, as CPU and as instructions (the process's memory map says which of
+the two ran compiled, and the row says so when that is not as meant). The total is the
+scheduler's run time (`/proc/<pid>/schedstat`, nanoseconds); `utime` and `stime` (clock
+ticks of 10 ms, too coarse for a run) give the kernel's share. Without valgrind the
+instruction column says so; the CPU part still runs.
 """
 
 from __future__ import annotations
@@ -27,38 +30,45 @@ from bench.script import Scenario
 
 RATE = 100.0
 """Run starts a second, as case 1c."""
+SOURCE_SYSTEM = "gateway-source"
+COMPILED_LIBRARY = "gateway_native__mypyc"
+"""The shared library of setup.py's mypyc group (`group_name="gateway_native"`)."""
 TITLE = "Whole-process CPU per run, user + kernel (/proc)"
 
 
 async def run_cost(bench: Bench) -> None:
     reps, runs = bench.pick(2, 4), bench.pick(300, 600)
     with source_tree(ROUND_REV) as old:
-        roots = {"gateway": ROOT, "relay-raw": ROOT}
+        roots = {"gateway": ROOT, "relay-raw": ROOT, SOURCE_SYSTEM: ROOT}
         if old is not None:
             roots[ROUND_SYSTEM] = old
-        ticks = await _cpu(bench, roots, reps, runs)
+        ticks, compiled = await _cpu(bench, roots, reps, runs)
         counts = await _instructions(bench, roots)
     bench.details["run_cost"] = {
         "runs": runs,
         "reps": reps,
         "round_rev": ROUND_REV,
         "instructions": counts,
+        "compiled": compiled,
         "user_us": {k: [u for u, _ in v] for k, v in ticks.items()},
         "kernel_us": {k: [s for _, s in v] for k, v in ticks.items()},
     }
     _rows(bench, ticks, counts)
+    _compiled_row(bench, ticks, counts, compiled)
 
 
 async def _cpu(
     bench: Bench, roots: dict[str, Path], reps: int, runs: int
-) -> dict[str, list[tuple[float, float]]]:
-    """(user, kernel) microseconds a run, per system and repetition."""
+) -> tuple[dict[str, list[tuple[float, float]]], dict[str, bool]]:
+    """(user, kernel) microseconds a run, per system and repetition; and whether each
+    system had the gateway's compiled modules loaded."""
     one = Scenario(n=1)
     out: dict[str, list[tuple[float, float]]] = {name: [] for name in roots}
     async with contextlib.AsyncExitStack() as stack:
         procs = {}
         for name, root in roots.items():
             procs[name] = await stack.enter_async_context(bench.system(name, root=root))
+        compiled = {name: runs_compiled(proc.pid) for name, proc in procs.items()}
         await settle(bench.pick(5.0, 30.0), window_s=bench.pick(1.0, 2.0))
         names = list(procs)
         for rep in range(reps):
@@ -66,7 +76,16 @@ async def _cpu(
                 before = _stat(procs[name])
                 await bench.load(procs[name], one, streams=runs, ramp_s=runs / RATE)
                 out[name].append(_split(before, _stat(procs[name]), runs))
-    return out
+    return out, compiled
+
+
+def runs_compiled(pid: int) -> bool:
+    """Whether `pid` has mapped the gateway's compiled modules (setup.py's mypyc group)."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            return any(COMPILED_LIBRARY in line for line in maps)
+    except OSError:
+        return False
 
 
 def _stat(proc: Proc) -> tuple[int, int, int]:
@@ -156,6 +175,34 @@ def _rows(
                     counts[ref],
                 )
             )
+
+
+def _compiled_row(
+    bench: Bench,
+    ticks: dict[str, list[tuple[float, float]]],
+    counts: dict[str, float],
+    compiled: dict[str, bool],
+) -> None:
+    """The gateway against itself run from source: what the compile saves a run."""
+    if SOURCE_SYSTEM not in ticks:
+        return
+    total = {name: [u + s for u, s in ticks[name]] for name in ("gateway", SOURCE_SYSTEM)}
+    ratio = median([c / s for c, s in zip(total["gateway"], total[SOURCE_SYSTEM], strict=True)])
+    if compiled.get("gateway") and not compiled.get(SOURCE_SYSTEM):
+        note = ""
+    else:  # a build without a compiler, or a guard that did not hold
+        loaded = {name: compiled.get(name) for name in ("gateway", SOURCE_SYSTEM)}
+        note = f"not as meant: compiled modules loaded {loaded}"
+    figure = f"{TITLE}, the run's modules compiled against their source"
+    bench.add(
+        Row("1e", figure, median(total["gateway"]), "us", SOURCE_SYSTEM,
+            median(total[SOURCE_SYSTEM]), note=note, ratio=ratio)
+    )  # fmt: skip
+    if "gateway" in counts and SOURCE_SYSTEM in counts:
+        bench.add(
+            Row("1e", "Instructions per run (callgrind, user space), compiled against source",
+                counts["gateway"], "", SOURCE_SYSTEM, counts[SOURCE_SYSTEM], note=note)
+        )  # fmt: skip
 
 
 def run_cost_table(bench: Bench) -> list[list[str]]:

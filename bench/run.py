@@ -35,7 +35,19 @@ SYSTEMS: dict[str, list[str]] = {
     # The event loop lever, A/B in the same run: the gateway on asyncio's own loop.
     "gateway-asyncio": ["bench.serve", "--read-path", "raw", "--event-loop", "asyncio"],
     "gateway-capped": ["bench.serve", "--read-path", "raw", "--max-runs", str(CAPPED_RUNS)],
+    # The compile's lever, A/B in the same run: every compiled module run from its source.
+    "gateway-source": ["bench.serve", "--read-path", "raw"],
 }
+SYSTEM_ENV: dict[str, dict[str, str]] = {"gateway-source": {"GATEWAY_PURE_PYTHON": "1"}}
+"""Variables a system runs with: the children's environment drops every `GATEWAY_*`."""
+
+
+def env_wrapper(name: str) -> tuple[str, ...]:
+    """`env K=V ...` before a system's command when it has variables of its own (`env`
+    execs the command: the pid stays the system's)."""
+    extra = SYSTEM_ENV.get(name)
+    return ("env", *(f"{k}={v}" for k, v in extra.items())) if extra else ()
+
 
 FILED_REV = "4775bb4"
 """The commit issue 16 was filed against (its BENCH.md). "Half of today's" is measured
@@ -97,10 +109,11 @@ class Bench:
         """A fresh system under test, pinned, warmed up with a few short runs; a gateway
         given `redis` shares its run state there; `root`: the source tree it runs from."""
         args = [*(SYSTEMS.get(name) or OTHER_TREES[name]), "--upstream", self.upstream.url]
+        wrapper = env_wrapper(name)
         if redis is not None:
             args += ["--redis", redis]
             name += "-redis"
-        proc = await Proc.start(name, args, self.cores.server, root)
+        proc = await Proc.start(name, args, self.cores.server, root, wrapper=wrapper)
         try:
             await self.load(proc, Scenario(n=200), streams=10, ramp_s=0.2)
             yield proc

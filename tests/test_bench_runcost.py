@@ -3,14 +3,22 @@ rows against the floor and the gateway of a round ago."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.case_instructions import _dumps
-from bench.case_runcost import _rows, _split, run_cost_table
-from bench.run import ROUND_SYSTEM, Bench
+from bench.case_runcost import (
+    SOURCE_SYSTEM,
+    _compiled_row,
+    _rows,
+    _split,
+    run_cost_table,
+    runs_compiled,
+)
+from bench.run import ROUND_SYSTEM, Bench, env_wrapper
 
 
 def test_the_total_is_the_schedulers_and_the_ticks_give_the_kernels_share() -> None:
@@ -69,3 +77,33 @@ def test_the_dumps_are_read_in_order_and_the_exit_dump_left_out(tmp_path: Path) 
     (tmp_path / "gateway.2").unlink()
     with pytest.raises(RuntimeError, match="1 of 2 dumps"):
         _dumps(out)
+
+
+def test_the_compiled_row_is_the_gateway_against_its_source_and_says_when_not_as_meant() -> None:
+    ticks = {
+        "gateway": [(900.0, 100.0), (1_100.0, 100.0)],
+        "relay-raw": [(600.0, 100.0), (600.0, 100.0)],
+        SOURCE_SYSTEM: [(1_000.0, 100.0), (1_000.0, 100.0)],
+    }
+    counts = {"gateway": 1_400_000.0, SOURCE_SYSTEM: 1_500_000.0}
+    bench = bench_with(ticks)
+    _compiled_row(bench, ticks, counts, {"gateway": True, SOURCE_SYSTEM: False})
+    cpu, instructions = bench.rows[-2:]
+    assert (cpu.ref_name, cpu.value, cpu.ref_value) == (SOURCE_SYSTEM, 1_100.0, 1_100.0)
+    assert cpu.ratio == pytest.approx((1_000 / 1_100 + 1_200 / 1_100) / 2)
+    assert instructions.ratio_value() == pytest.approx(1.4 / 1.5)
+    assert cpu.note == instructions.note == ""
+    _compiled_row(bench, ticks, {}, {"gateway": True, SOURCE_SYSTEM: True})
+    assert "not as meant" in bench.rows[-1].note and "Instr" not in bench.rows[-1].figure
+
+
+def test_a_system_with_variables_of_its_own_runs_under_env() -> None:
+    assert env_wrapper(SOURCE_SYSTEM) == ("env", "GATEWAY_PURE_PYTHON=1")
+    assert env_wrapper("gateway") == ()
+
+
+def test_the_memory_map_says_whether_the_compiled_modules_run() -> None:
+    import gateway.events
+
+    assert runs_compiled(os.getpid()) == gateway.events.__file__.endswith(".so")
+    assert runs_compiled(2**22 + 1) is False  # no such process
