@@ -67,7 +67,7 @@ def native_modules() -> list[Any]:
 
         # No config file: the project's names plugins the build's environment has not.
         options = ["--config-file", "", "--ignore-missing-imports"]
-        return mypycify([*options, *SOURCES], opt_level="3", group_name="gateway_native")
+        return mypycify([*options, *SOURCES], opt_level="3", group_name=NATIVE.GROUP)
     except (Exception, SystemExit) as exc:  # mypyc missing, or it refused the source
         print(f"not compiled ({exc}): the gateway runs as Python", file=sys.stderr)
         return []

@@ -27,12 +27,13 @@ from bench.common import median, schedstat
 from bench.procs import ROOT, Proc, source_tree
 from bench.run import ROUND_REV, ROUND_SYSTEM, Bench, Row, settle
 from bench.script import Scenario
+from gateway import native
 
 RATE = 100.0
 """Run starts a second, as case 1c."""
 SOURCE_SYSTEM = "gateway-source"
-COMPILED_LIBRARY = "gateway_native__mypyc"
-"""The shared library of setup.py's mypyc group (`group_name="gateway_native"`)."""
+COMPILED_LIBRARY = f"{native.GROUP}__mypyc"
+"""The shared library of the gateway's compiled modules (setup.py's mypyc group)."""
 TITLE = "Whole-process CPU per run, user + kernel (/proc)"
 
 

@@ -60,6 +60,8 @@ def _figures() -> tuple[str, ...]:
 
 MODULES = RUN_PATH + _figures()
 """Compiled together (names within the package)."""
+GROUP = "gateway_native"
+"""The mypyc group they are compiled as: its shared library is `GROUP__mypyc.*.so`."""
 BUILT_FROM = "_built_from.json"
 """Written by the build in the package's directory: module -> sha256 of its source."""
 PURE_PYTHON = "GATEWAY_PURE_PYTHON"
