@@ -7,11 +7,12 @@ A `CallPlan` is decided once at the run's start (for the Messages API by
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway.context import ContextPlan
+from gateway.days import Daily
 from gateway.events import Event
 
 
@@ -44,9 +45,12 @@ class CallPlan:
     """Its upstream takes `thinking.block_binding`; else the run drops the blocks itself."""
 
 
+_today: Daily[str] = Daily(lambda day: f"Today's date is {day.date().isoformat()}.")
+
+
 def today_text() -> str:
-    """Today's date for the model: computed per run, placed after the cached prompt."""
-    return f"Today's date is {datetime.now(UTC).date().isoformat()}."
+    """Today's date for the model: read per run, placed after the cached prompt."""
+    return _today(time.time())
 
 
 def offered_tools(

@@ -14,8 +14,10 @@ charge of each UTC day, `horizon`), so the ledger does not grow forever.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Protocol
+
+from gateway.days import Daily
 
 FIELDS = (
     "runs",
@@ -42,21 +44,8 @@ def horizon(day: str) -> tuple[str, str]:
     return oldest_day.isoformat(), (today - timedelta(days=MONTH_KEPT_DAYS)).strftime("%Y-%m")
 
 
-_day: tuple[float, float, tuple[str, str]] = (0.0, 0.0, ("", ""))
-"""The UTC day last asked about: its start and end (seconds) and its periods."""
-
-
-def periods(now: float) -> tuple[str, str]:
-    """The UTC day and month of `now` (seconds since the epoch); worked out once a day."""
-    global _day
-    start, end, found = _day
-    if start <= now < end:
-        return found
-    moment = datetime.fromtimestamp(now, UTC)
-    midnight = datetime(moment.year, moment.month, moment.day, tzinfo=UTC).timestamp()
-    found = (moment.date().isoformat(), moment.strftime("%Y-%m"))
-    _day = (midnight, midnight + 86_400, found)
-    return found
+periods: Daily[tuple[str, str]] = Daily(lambda day: (day.date().isoformat(), day.strftime("%Y-%m")))
+"""`periods(now)`: the UTC day and month of `now` (seconds since the epoch)."""
 
 
 class SpendLedger(Protocol):
