@@ -22,9 +22,9 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass, field
-from secrets import token_hex
 
 from gateway.errors import GatewayError
+from gateway.ids import token_hex
 from gateway.ops.metrics import Metrics
 from gateway.store.counters import (
     WINDOW_S,

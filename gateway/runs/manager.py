@@ -17,12 +17,12 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 from gateway import events
 from gateway.errors import GatewayError
 from gateway.events import Event
+from gateway.ids import token_hex
 from gateway.ops.observe import RunObserver
 from gateway.providers.base import Emit
 from gateway.runs.durable import Checkpoint, Claimed, Durability, resumed_loop
@@ -311,6 +311,9 @@ def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) 
     upstream socket's callback: relaying them wakes no task but the stream's client."""
     log_ = run.log
     first_seen = False
+    # Made in the run's task. Passed to `current_task`: without a loop it asks for the
+    # running one, and Python 3.11 checks that loop's pid with a syscall, once a batch.
+    loop = asyncio.get_running_loop()
 
     def emit(batch: list[Event]) -> None:
         nonlocal first_seen
@@ -321,7 +324,7 @@ def _relay(run: Run, observer: RunObserver, on_turn: Callable[[], None] | None) 
         # streams there and then. From the run's task, the streams' own tasks write it
         # after this step, together with whatever else the step appends: a run's last
         # `turn_complete` goes out with `final` and the stream's end, one write, not two.
-        log_.extend(batch, push=asyncio.current_task() is None)
+        log_.extend(batch, push=asyncio.current_task(loop) is None)
         # `turn_complete` comes alone: a turn boundary, where the state is whole (tool
         # results included).
         if on_turn is not None and batch[-1]["type"] == "turn_complete":
