@@ -38,7 +38,9 @@ class AccessLog(AbstractAccessLogger):
     """Passed to aiohttp's runner as `access_log_class`."""
 
     _second: tuple[int, str] = (-1, "")
-    """The last start time formatted, by its second: most lines share one with the last."""
+    """The last start time formatted, by its second: most lines share one with the last.
+    Kept on the class: aiohttp makes an access logger per connection, so on the instance
+    it served one request, and every line of a one-request connection paid `strftime`."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time_s: float) -> None:
         sent = (response.body_length or 0) + request.get(keys.SENT_DIRECTLY, 0)
@@ -66,7 +68,7 @@ class AccessLog(AbstractAccessLogger):
         cached = self._second
         if cached[0] != second:
             text = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(second))
-            cached = self._second = (second, text)
+            cached = AccessLog._second = (second, text)
         return cached[1]
 
     @property

@@ -149,7 +149,7 @@ class RunObserver:
         self._first_event_seen = False
         self.audit = audit
         self.caller = caller
-        self._recording = not isinstance(tracer, UnrecordedTracer)
+        self._recording = type(tracer) is not UnrecordedTracer  # not isinstance: an ABC
         """Spans keep attributes: without an exporter none is built for them."""
         self.span = tracer.start_span(
             "invoke_agent research-gateway",
