@@ -1,6 +1,5 @@
-"""A value worked out from the UTC date once a day, not once a call (a run start asks for
-today's date and its spend periods; `datetime.now` and formatting them were ~1 % of a
-short run's CPU)."""
+"""A value worked out from the UTC date once a day, not once a call: a run start asks for
+today's date (for the model) and the spend periods it is charged to."""
 
 from __future__ import annotations
 
