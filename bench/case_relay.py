@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from bench.common import median
+from bench.common import median, median_interval
 from bench.procs import source_tree
 from bench.run import FILED_REV, FILED_SYSTEM, SYSTEMS, Bench, Row, settle
 from bench.script import Scenario
@@ -82,8 +82,12 @@ async def relay_cost(bench: Bench) -> None:
     _rows(bench, per_event, paced_s)
 
 
+def _ratios(values: dict[str, list[float]], name: str, ref: str) -> list[float]:
+    return [v / r for v, r in zip(values[name], values[ref], strict=True)]
+
+
 def _ratio(values: dict[str, list[float]], name: str, ref: str) -> float:
-    return median([v / r for v, r in zip(values[name], values[ref], strict=True)])
+    return median(_ratios(values, name, ref))
 
 
 def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: float) -> None:
@@ -96,7 +100,8 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
         values = per_event[regime]
         gateway = median(values["gateway"])
         for ref, limit, label in LIMITS[regime]:
-            ratio = _ratio(values, "gateway", ref)
+            ratios = _ratios(values, "gateway", ref)
+            ratio = median(ratios)
             bench.add(
                 Row(
                     f"1{regime}",
@@ -108,6 +113,7 @@ def _rows(bench: Bench, per_event: dict[str, dict[str, list[float]]], paced_s: f
                     f"{label} {ref}",
                     ratio <= limit,
                     ratio=ratio,
+                    interval=median_interval(ratios),
                 )
             )
         bench.add(

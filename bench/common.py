@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import os
 import resource
 import statistics
@@ -76,6 +77,30 @@ def cpu_s(pid: int | str = "self") -> float:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+Interval = tuple[float, float, float]
+"""(low, high, coverage): see `median_interval`."""
+
+
+def median_interval(values: Sequence[float], least: float = 0.9) -> Interval:
+    """Where the median of what `values` sample lies, assuming nothing of their
+    distribution: between the k-th smallest and the k-th largest of them with the chance
+    `coverage` (each value falls below the median with a chance of one half, so the
+    binomial gives it), k the largest whose coverage is at least `least`; with too few
+    values for that, their whole range and its smaller coverage (two: one half)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return math.nan, math.nan, 0.0
+
+    def coverage(k: int) -> float:  # that the median lies within [k-th, (n-k+1)-th]
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / (1 << n)
+
+    k = 1
+    while k < n // 2 and coverage(k + 1) >= least:
+        k += 1
+    return ordered[k - 1], ordered[n - k], coverage(k)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

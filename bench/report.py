@@ -15,7 +15,7 @@ from typing import Any
 from bench.case_relay import relay_table
 from bench.case_runcost import run_cost_table
 from bench.case_streams import first_event_added, streams_table
-from bench.common import event_loop
+from bench.common import Interval, event_loop
 from bench.procs import ROOT, Cores
 from bench.run import CAPPED_RUNS, Bench, Row
 from gateway.ops.eventloop import loop_factory
@@ -67,17 +67,27 @@ def _ratio_text(ratio: float | None) -> str:
     return f"{ratio:.2f}"
 
 
-def ratio_cell(ratio: float | None, value: float, ref_value: float | None) -> str:
+def ratio_cell(
+    ratio: float | None, value: float, ref_value: float | None, interval: Interval | None = None
+) -> str:
     """The ratio, and what it is of when the row's two columns do not give it: a median of
     per-repetition ratios (each repetition measures both systems side by side) is not the
-    quotient of the two medians, and the cell says so with that quotient beside it."""
+    quotient of the two medians, and the cell says so with that quotient beside it; and
+    where that median lies, given the repetitions' spread."""
     text = _ratio_text(ratio)
-    if ratio is None or math.isnan(ratio) or not ref_value or math.isnan(ref_value):
+    if ratio is None or math.isnan(ratio):
         return text
-    quotient = value / ref_value
-    if abs(quotient - ratio) <= 0.01 * abs(ratio):
+    said = []
+    if ref_value and not math.isnan(ref_value):
+        quotient = value / ref_value
+        if abs(quotient - ratio) > 0.01 * abs(ratio):
+            said.append(f"value / reference {_ratio_text(quotient)}")
+    if interval is not None and interval[2] > 0:
+        low, high, coverage = interval
+        said.insert(0, f"{coverage * 100:.0f} % interval {_ratio_text(low)}-{_ratio_text(high)}")
+    if not said:
         return text
-    return f"{text} (median of the repetitions' ratios; value / reference {_ratio_text(quotient)})"
+    return f"{text} (median of the repetitions' ratios; {'; '.join(said)})"
 
 
 def summary_rows(rows: list[Row]) -> list[list[str]]:
@@ -95,7 +105,7 @@ def summary_rows(rows: list[Row]) -> list[list[str]]:
                 figure,
                 f"{value}{unit}",
                 ref,
-                ratio_cell(ratio, row.value, row.ref_value),
+                ratio_cell(ratio, row.value, row.ref_value, row.interval),
                 row.target or "–",
                 verdict,
             ]

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.common import cpu_pressure_us
+from bench.common import Interval, cpu_pressure_us
 from bench.procs import ROOT, Cores, Proc, run_load
 from bench.script import Scenario
 
@@ -76,6 +76,9 @@ class Row:
     note: str = ""
     ratio: float | None = None
     """Given when the ratio is a median of per-repetition ratios, else value / ref_value."""
+    interval: Interval | None = None
+    """With such a median: where the median ratio lies (`median_interval`), so that a line
+    inside it reads as what this run cannot decide."""
 
     def ratio_value(self) -> float | None:
         if self.ratio is not None:

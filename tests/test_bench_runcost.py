@@ -48,6 +48,10 @@ def test_rows_hold_the_targets_of_the_issue() -> None:
     assert floor.passed is True  # <= 1.5x
     assert old.ratio == pytest.approx((1_100 / 1_150 + 1_200 / 1_350) / 2)
     assert old.passed is True
+    # two repetitions: their ratios' range, which holds the median half the time
+    assert floor.interval is not None
+    low, high, coverage = floor.interval
+    assert (low, high, coverage) == (1_200 / 850, 1_100 / 750, 0.5)
     assert rows[("Kerne", "relay-raw")].value == 200.0
     assert rows[("Instr", "relay-raw")].ratio_value() == pytest.approx(1.5 / 0.9)
     assert ("Instr", ROUND_SYSTEM) not in rows  # not counted: no row
