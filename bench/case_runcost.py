@@ -38,8 +38,11 @@ TITLE = "Whole-process CPU per run, user + kernel (/proc)"
 
 
 async def run_cost(bench: Bench) -> None:
-    # Six in a full run: their range holds the median ratio with a chance of 97 %.
-    reps, runs = bench.pick(2, 6), bench.pick(300, 600)
+    # Many short repetitions rather than a few long ones: the machine's speed drifts over
+    # seconds, so two systems measured close together compare better, and sixteen ratios
+    # put their median between the 5th and the 12th of them (92 %), where six could only
+    # say between the least and the greatest (97 %): a narrower interval, the same runs.
+    reps, runs = bench.pick(4, 16), bench.pick(150, 300)
     with source_tree(ROUND_REV) as old:
         roots = {"gateway": ROOT, "relay-raw": ROOT, SOURCE_SYSTEM: ROOT}
         if old is not None:
