@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PATH", help="write cProfile stats here at exit")
     args = parser.parse_args()
     raise_nofile()
-    from gateway.__main__ import configure_logging
+    from gateway.http.logs import configure_logging
 
     configure_logging()  # as `python -m gateway` does
 

@@ -4,14 +4,12 @@ workers that serve one port, see `supervisor`)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-import time
 
 from gateway.http import serving
 from gateway.http.app import create_app
-from gateway.http.auth import install_log_key
 from gateway.http.guard import unauthenticated_exposure
+from gateway.http.logs import configure_logging
 from gateway.http.serving import listening_socket
 from gateway.ops.eventloop import loop_name, new_loop
 from gateway.ops.fleet import report_failure
@@ -27,42 +25,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--fleet-member", help=argparse.SUPPRESS)
     return parser.parse_args()
-
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(key)s] %(message)s"
-
-
-class SecondsFormatter(logging.Formatter):
-    """logging's own format, with the time of day formatted once a second, not once a line
-    (`time.strftime` was a tenth of a run's access line)."""
-
-    _second: tuple[int, str] = (-1, "")
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt:
-            return super().formatTime(record, datefmt)
-        second = int(record.created)
-        cached = self._second
-        if cached[0] != second:  # one tuple: a thread sees an old pair or a new one
-            text = time.strftime(self.default_time_format, self.converter(second))
-            cached = self._second = (second, text)
-        msec = self.default_msec_format
-        return cached[1] if not msec else msec % (cached[1], record.msecs)
-
-
-def configure_logging() -> None:
-    """INFO lines to stderr, each with the caller's name (`key`)."""
-    install_log_key()
-    handler = logging.StreamHandler()
-    handler.setFormatter(SecondsFormatter(LOG_FORMAT))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per model call is noise
-    # The format shows none of what a record collects by default beyond its time, level,
-    # name and message: the logging HOWTO's "Optimization" switches (no caller's frame,
-    # thread, process or process name) take 1.2 % off a run start's instructions, most of
-    # them from its access line.
-    logging._srcfile = None  # the switch the HOWTO documents for the caller's frame
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
 
 
 def main() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import time
 
-from gateway.__main__ import LOG_FORMAT, SecondsFormatter
 from gateway.http.access_log import AccessLog
+from gateway.http.logs import LOG_FORMAT, SecondsFormatter
 from gateway.providers.anthropic.catalog import ModelRecord, StaticCatalog
 from gateway.providers.plan import today_text
 from gateway.runs.planner import MAX_PLANS, RunPlanner
