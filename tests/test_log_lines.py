@@ -109,6 +109,13 @@ def _tag_records() -> None:
     logging.setLogRecordFactory(tagged)
 
 
+def _plain_copy(handler: LineHandler) -> logging.Handler:
+    """A StreamHandler writing where `handler` does, with its formatter."""
+    copy = logging.StreamHandler(handler.stream)
+    copy.setFormatter(handler.formatter)
+    return copy
+
+
 def _change(name: str, handler: LineHandler, mp: pytest.MonkeyPatch) -> None:
     access, aiohttp_ = logging.getLogger("aiohttp.access"), logging.getLogger("aiohttp")
     changes: dict[str, Callable[[], object]] = {
@@ -120,15 +127,17 @@ def _change(name: str, handler: LineHandler, mp: pytest.MonkeyPatch) -> None:
         "factory": _tag_records,
         "level": lambda: mp.setattr(handler, "level", logging.WARNING),
         "disabled": lambda: mp.setattr(access, "disabled", True),
+        "logger_level": lambda: access.setLevel(logging.WARNING),  # the fixture restores it
+        "root_handler": lambda: mp.setattr(logging.root, "handlers", [_plain_copy(handler)]),
     }
     changes[name]()
 
 
-DROPPED = ("logger_filter", "handler_filter", "no_propagate", "level", "disabled")
+DROPPED = ("logger_filter", "handler_filter", "no_propagate", "level", "disabled", "logger_level")
 
 
 @pytest.mark.parametrize(
-    "change", [*DROPPED, "logger_handler", "formatter", "factory"]
+    "change", [*DROPPED, "logger_handler", "root_handler", "formatter", "factory"]
 )  # fmt: skip
 def test_any_other_configuration_gets_a_record(
     configured: tuple[LineHandler, io.StringIO], monkeypatch: pytest.MonkeyPatch, change: str
@@ -137,11 +146,15 @@ def test_any_other_configuration_gets_a_record(
     alone(handler, monkeypatch)
     access = logging.getLogger("aiohttp.access")
     assert plain_handler(access) is handler
+    plain_line = _access_line(stream, monkeypatch)
+    stream.truncate(0), stream.seek(0)
     _change(change, handler, monkeypatch)
     assert plain_handler(access) is None
     written = _access_line(stream, monkeypatch)
     if change in DROPPED:
         assert written == ""  # dropped, as logging drops it
+    elif change == "root_handler":
+        assert written == plain_line  # another handler, the same format: the same line
     elif change == "logger_handler":
         assert written.count("POST /api/stream") == 1  # and once more in the null handler
     elif change == "formatter":

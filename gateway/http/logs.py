@@ -87,7 +87,7 @@ def plain_handler(logger: logging.Logger) -> LineHandler | None:
         return None
     node: logging.Logger | None = logger
     while node is not None:
-        if node.filters or node.disabled:
+        if node.filters:  # (a disabled logger is not enabled; a disabled parent passes)
             return None
         parent = node.parent
         if parent is None:
