@@ -81,21 +81,17 @@ class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 def plain_handler(logger: logging.Logger) -> LineHandler | None:
     """The handler an INFO record of `logger` would reach, if it is the only one and the
-    record would reach it unchanged: `configure_logging`'s, with no filter on the way, no
+    record would reach it unchanged: `configure_logging`'s, with no filter of the logger's, no
     other handler, the same record factory and formatter. None: log through `logging`."""
-    if not logger.isEnabledFor(logging.INFO):
+    # Only the logger's own filters and state apply to its record: a parent's filters and
+    # `disabled` do not stop a record propagating through it.
+    if logger.filters or not logger.isEnabledFor(logging.INFO):
         return None
-    node: logging.Logger | None = logger
-    while node is not None:
-        if node.filters:  # (a disabled logger is not enabled; a disabled parent passes)
-            return None
-        parent = node.parent
-        if parent is None:
-            break
+    node = logger
+    while node.parent is not None:
         if node.handlers or not node.propagate:
             return None
-        node = parent
-    assert node is not None
+        node = node.parent
     handlers = node.handlers
     if len(handlers) != 1:
         return None
