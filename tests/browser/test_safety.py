@@ -63,8 +63,16 @@ async def test_tool_result_and_model_html_show_as_text(
     for forbidden in ("<img", "<script", "<a href=x", 'href="javascript'):
         assert forbidden not in html
     assert "&lt;img src=x onerror=window.__xss=1&gt;" in html
-    await page.set_content(html)
-    assert await page.evaluate("typeof window.__xss") == "undefined"
+    # A page of its own: writing over the playground's document would leave the playground's
+    # pending timers (the key's spend, read 500 ms after a run) running against a page that
+    # no longer has their elements.
+    opened = await page.context.new_page()
+    opened_errors: list[str] = []
+    opened.on("pageerror", lambda error: opened_errors.append(str(error)))
+    await opened.set_content(html)
+    assert await opened.evaluate("typeof window.__xss") == "undefined"
+    assert not opened_errors
+    await opened.close()
 
 
 MARKDOWN_CASES: list[tuple[str, str]] = [
